@@ -1,0 +1,70 @@
+# Two commands: `make run` (the demo, on SQLite and a filesystem broker) and
+# `make test`. Only Python 3.11+ is needed; everything else is installed here.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: run test lint format demo migrate system-deps ldap clean help
+
+help:
+	@echo "make run    - set up and start the demo (web, worker, beat) on http://127.0.0.1:8000/"
+	@echo "make test   - set up and run the test suite"
+	@echo "make lint   - ruff (lint + format check) and the migrations check"
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found %s)" % sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt requirements.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+migrate: $(VENV)/.installed
+	$(BIN)/python manage.py migrate --no-input
+
+demo: migrate
+	$(BIN)/python manage.py demo
+
+run: demo
+	@echo
+	@echo "  The web archive is starting on http://$${WEBARCHIVE_HOST:-127.0.0.1}:$${WEBARCHIVE_PORT:-8000}/"
+	@echo "  Log in with one of the demo accounts above. Ctrl-C stops everything."
+	@echo
+	$(BIN)/honcho start -f Procfile
+
+# System packages used by some tests: slapd (LDAP login against a real
+# directory), chromium (browser tests), and the headers python-ldap compiles
+# against. Installed with apt-get where the machine allows it; elsewhere only
+# the tests that need them are skipped, and they say why.
+system-deps:
+	@bash scripts/install-system-deps
+
+ldap: $(VENV)/.installed system-deps
+	@if [ -e /usr/include/ldap.h ] && [ -e /usr/include/sasl/sasl.h ]; then \
+		$(BIN)/pip install --quiet -r requirements-ldap.txt; \
+	else \
+		echo "note: OpenLDAP/SASL headers missing: LDAP login is not installed and its tests will be skipped"; \
+	fi
+
+test: $(VENV)/.installed-dev ldap
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py makemigrations --check --dry-run --no-input
+
+format: $(VENV)/.installed-dev
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Models arrive with the issues that build this app (see DESIGN.md)."""

@@ -1,0 +1,19 @@
+import pytest
+
+from tests.factories import UserFactory
+from webarchive.permissions import Role
+
+
+@pytest.fixture
+def user_with_role(db):
+    """Make a user holding the given roles (none: a user with no role)."""
+
+    def make(*roles: Role, **fields):
+        return UserFactory(roles=list(roles), **fields)
+
+    return make
+
+
+@pytest.fixture
+def superuser(db):
+    return UserFactory(username="administrator", is_superuser=True, is_staff=True)

@@ -1,0 +1,28 @@
+"""LDAP login that maps directory groups to the application's roles."""
+
+from django.conf import settings
+from django_auth_ldap.backend import LDAPBackend
+
+from webarchive.permissions import Role, user_set_roles
+
+
+class RoleMappingLDAPBackend(LDAPBackend):
+    """django-auth-ldap backend that gives each user the roles of their directory groups.
+
+    The directory is the source of truth for the roles of LDAP users: at every
+    login the user's roles are set to exactly those whose group
+    (``AUTH_LDAP_<ROLE>_GROUP``) the user is a member of; a user in no mapped
+    group logs in with no role.
+    """
+
+    def authenticate_ldap_user(self, ldap_user, password):
+        user = super().authenticate_ldap_user(ldap_user, password)
+        if user is not None:
+            member_of = {dn.lower() for dn in ldap_user.group_dns}
+            roles = {
+                Role(role)
+                for role, group_dn in settings.AUTH_LDAP_ROLE_GROUPS.items()
+                if group_dn.lower() in member_of
+            }
+            user_set_roles(user=user, roles=roles)
+        return user

@@ -1,0 +1,53 @@
+"""The navigation bar: areas and the pages in each, filtered by what the user may open.
+
+Apps add their pages to ``AREA_PAGES``; a page is listed to a user who may
+enter its area and view its model. Hiding a link is a convenience only: the
+views check the same rules (webarchive.permissions).
+"""
+
+from dataclasses import dataclass
+
+from django.apps import apps
+from django.urls import reverse
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+
+from webarchive.permissions import VIEW, Area, areas_for, can
+
+
+@dataclass(frozen=True)
+class Page:
+    label: str | Promise
+    url_name: str
+    model: str | None = None  # "app_label.model": listed only to users who may view it
+
+
+AREA_PAGES: dict[Area, list[Page]] = {
+    Area.SELECTION: [Page(_("Collections"), "selection:collection_list", "selection.collection")],
+    Area.PLANNING: [],
+    Area.OPERATIONS: [],
+    Area.REPORTS: [],
+    Area.ACCESS: [Page(_("REST API documentation"), "api-docs")],
+    Area.ADMIN: [],
+}
+
+
+def area_url(area: Area) -> str:
+    if area == Area.ADMIN:
+        return reverse("admin:index")
+    return reverse("area", kwargs={"area": area.value})
+
+
+def pages_for(user, area: Area) -> list[dict]:
+    return [
+        {"label": page.label, "url": reverse(page.url_name)}
+        for page in AREA_PAGES[area]
+        if page.model is None or can(user, VIEW, apps.get_model(page.model))
+    ]
+
+
+def menu_for(user) -> list[dict]:
+    return [
+        {"area": area, "label": area.label, "url": area_url(area), "pages": pages_for(user, area)}
+        for area in areas_for(user)
+    ]

@@ -1,0 +1,176 @@
+"""Who may see and do what: the one place where roles are decided.
+
+A user's roles are Django groups named after :class:`Role`. Two rules apply to
+every page and API endpoint:
+
+- an *area* (Selection, Planning, …) is open to the roles in ``AREA_ROLES``;
+- an *action* on a model (view, add, change) needs the model permission, and
+  ``ROLE_PERMISSIONS`` is the table of which role holds which. The groups'
+  permissions are kept equal to that table by :func:`roles_sync` (run after
+  every migration), so the Django admin shows what the code says.
+
+Querysets are narrowed with :func:`restrict`; a model whose rows depend on the
+user (records and collection rights, later) gives its QuerySet a
+``restrict(user, action)`` method and :func:`restrict` calls it.
+
+Superusers are the administrators: every area, every action.
+No role is ever given ``delete``: archival objects are not deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.apps import apps
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, Permission
+from django.db import models, transaction
+from django.utils.translation import gettext_lazy as _
+
+
+class Role(models.TextChoices):
+    """The four roles of the people who run a web archive."""
+
+    LIBRARIAN = "librarian", _("Librarian")
+    CURATOR = "curator", _("Digital curator")
+    ENGINEER = "engineer", _("Crawl engineer")
+    MANAGER = "manager", _("Manager")
+
+
+class Area(models.TextChoices):
+    """The parts of the application, one per entry of the navigation bar."""
+
+    SELECTION = "selection", _("Selection")
+    PLANNING = "planning", _("Planning")
+    OPERATIONS = "operations", _("Operations")
+    REPORTS = "reports", _("Reports")
+    ACCESS = "access", _("Access")
+    ADMIN = "admin", _("Admin")
+
+
+AREA_ROLES: dict[Area, frozenset[Role]] = {
+    Area.SELECTION: frozenset({Role.LIBRARIAN, Role.CURATOR}),
+    Area.PLANNING: frozenset({Role.CURATOR, Role.ENGINEER}),
+    Area.OPERATIONS: frozenset({Role.ENGINEER}),
+    Area.REPORTS: frozenset({Role.MANAGER, Role.CURATOR, Role.ENGINEER}),
+    Area.ACCESS: frozenset(Role),
+    Area.ADMIN: frozenset(),  # superusers only
+}
+
+VIEW, ADD, CHANGE, DELETE = "view", "add", "change", "delete"
+
+# Role -> model label -> actions. Apps add their models here as they grow.
+ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
+    Role.LIBRARIAN: {
+        "selection.collection": (VIEW,),
+    },
+    Role.CURATOR: {
+        "selection.collection": (VIEW, ADD, CHANGE),
+    },
+    Role.ENGINEER: {
+        "selection.collection": (VIEW,),
+    },
+    Role.MANAGER: {
+        "selection.collection": (VIEW,),
+    },
+}
+
+METHOD_ACTIONS = {
+    "GET": VIEW,
+    "HEAD": VIEW,
+    "OPTIONS": VIEW,
+    "POST": ADD,
+    "PUT": CHANGE,
+    "PATCH": CHANGE,
+    "DELETE": DELETE,
+}
+
+User = AbstractBaseUser | AnonymousUser
+
+
+def user_roles(user: User) -> frozenset[Role]:
+    """The roles a user holds (cached on the user object for the request)."""
+    if not user.is_authenticated or not user.is_active:
+        return frozenset()
+    cached = getattr(user, "_webarchive_roles", None)
+    if cached is None:
+        names = set(user.groups.values_list("name", flat=True))
+        cached = frozenset(role for role in Role if role.value in names)
+        user._webarchive_roles = cached
+    return cached
+
+
+def is_administrator(user: User) -> bool:
+    return bool(user.is_authenticated and user.is_active and user.is_superuser)
+
+
+def can_enter(user: User, area: Area | str) -> bool:
+    """Whether the user may open pages of an area."""
+    if is_administrator(user):
+        return True
+    return bool(user_roles(user) & AREA_ROLES[Area(area)])
+
+
+def areas_for(user: User) -> list[Area]:
+    """The areas the user may open, in navigation order."""
+    return [area for area in Area if can_enter(user, area)]
+
+
+def permission_name(model: type[models.Model], action: str) -> str:
+    return f"{model._meta.app_label}.{action}_{model._meta.model_name}"
+
+
+def can(user: User, action: str, model: type[models.Model]) -> bool:
+    """Whether the user may perform an action (view, add, change, delete) on a model."""
+    if not user.is_authenticated or not user.is_active:
+        return False
+    return user.has_perm(permission_name(model, action))
+
+
+def restrict(queryset: models.QuerySet, user: User, action: str = VIEW) -> models.QuerySet:
+    """The part of a queryset the user may act on; empty when the role does not allow it."""
+    if not can(user, action, queryset.model):
+        return queryset.none()
+    if hasattr(queryset, "restrict"):
+        return queryset.restrict(user, action)
+    return queryset
+
+
+def user_set_roles(*, user: AbstractBaseUser, roles: Iterable[Role]) -> None:
+    """Give a user exactly these roles, leaving any other groups alone."""
+    wanted = {Role(role).value for role in roles}
+    role_groups = {group.name: group for group in Group.objects.filter(name__in=Role.values)}
+    missing = wanted - role_groups.keys()
+    if missing:
+        roles_sync()
+        role_groups = {group.name: group for group in Group.objects.filter(name__in=Role.values)}
+    with transaction.atomic():
+        user.groups.remove(*[g for name, g in role_groups.items() if name not in wanted])
+        user.groups.add(*[role_groups[name] for name in wanted])
+    user.__dict__.pop("_webarchive_roles", None)
+    for cache in ("_perm_cache", "_group_perm_cache", "_user_perm_cache"):
+        user.__dict__.pop(cache, None)
+
+
+def roles_sync() -> None:
+    """Create the role groups and set their permissions to exactly ``ROLE_PERMISSIONS``."""
+    from django.contrib.auth.management import create_permissions
+
+    for app_config in apps.get_app_configs():
+        create_permissions(app_config, verbosity=0)
+    with transaction.atomic():
+        for role in Role:
+            group, _created = Group.objects.get_or_create(name=role.value)
+            wanted = []
+            for label, actions in ROLE_PERMISSIONS.get(role, {}).items():
+                try:
+                    model = apps.get_model(label)
+                except LookupError:
+                    continue  # a model of a later migration; synced when it exists
+                codenames = [f"{action}_{model._meta.model_name}" for action in actions]
+                wanted.extend(
+                    Permission.objects.filter(
+                        content_type__app_label=model._meta.app_label,
+                        codename__in=codenames,
+                    )
+                )
+            group.permissions.set(wanted)

@@ -1,0 +1,31 @@
+"""Writes on accounts: API tokens and demo users."""
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from rest_framework.authtoken.models import Token
+
+from webarchive.permissions import Role, user_set_roles
+
+
+@transaction.atomic
+def user_token_regenerate(*, user) -> Token:
+    """Give the user a new REST API token, revoking the old one."""
+    Token.objects.filter(user=user).delete()
+    return Token.objects.create(user=user)
+
+
+@transaction.atomic
+def user_ensure(
+    *, username: str, password: str, roles: set[Role] = frozenset(), superuser: bool = False, **fields
+):
+    """Create or update a local account with exactly these roles and this password."""
+    user, _created = get_user_model().objects.get_or_create(username=username, defaults=fields)
+    for name, value in fields.items():
+        setattr(user, name, value)
+    user.is_active = True
+    user.is_superuser = user.is_staff = superuser
+    user.set_password(password)
+    user.full_clean()
+    user.save()
+    user_set_roles(user=user, roles=roles)
+    return user

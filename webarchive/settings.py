@@ -1,0 +1,235 @@
+"""Settings for the web archive, read from the environment.
+
+Every value has a default that suits the embedded demo (SQLite and a
+filesystem broker under ``var/``); production sets ``DEBUG=0`` and at least
+``SECRET_KEY``, ``ALLOWED_HOSTS``, ``DATABASE_URL`` and ``CELERY_BROKER_URL``.
+The variables are listed in README.md.
+"""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+VAR_DIR = Path(env("WEBARCHIVE_VAR_DIR", default=str(BASE_DIR / "var")))
+
+DEBUG = env.bool("DEBUG", default=True)
+
+SECRET_KEY = env("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
+    # Only ever used by the demo and the tests; production must set its own.
+    SECRET_KEY = "django-insecure-demo-key-not-for-production"  # noqa: S105
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"] if DEBUG else [])
+if not DEBUG and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must be set when DEBUG is off.")
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# Server-side fetches of user-supplied URLs (URL checks, crawls) refuse
+# loopback, private, link-local and metadata addresses unless this is set.
+WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES = env.bool("WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES", default=DEBUG)
+
+INSTALLED_APPS = [
+    "webarchive.apps.WebArchiveAdminConfig",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "simple_history",
+    "axes",
+    "django_htmx",
+    "bootstrap",
+    "webarchive",
+    "selection",
+    "harvest",
+    "storage",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "webarchive.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, as django-axes asks: it turns a lock-out into its response.
+    "axes.middleware.AxesMiddleware",
+]
+
+ROOT_URLCONF = "webarchive.urls"
+WSGI_APPLICATION = "webarchive.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "webarchive.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+# Database: SQLite under var/ for the demo, PostgreSQL (the reference) in production.
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'webarchive.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The web, the worker and beat share the file: wait for locks instead of
+    # failing, and take the write lock at the start of each transaction.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Login: local accounts always; the institution's LDAP directory when configured.
+AUTHENTICATION_BACKENDS = [
+    # django-axes first, so that a locked-out client is refused before any check.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# Failed-login throttling (django-axes): after AXES_FAILURE_LIMIT failures for
+# one username from one address, that pair is locked for AXES_COOLOFF_MINUTES.
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_MINUTES", default=15) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_META_PRECEDENCE_ORDER = env.list("AXES_IPWARE_META_PRECEDENCE_ORDER", default=["REMOTE_ADDR"])
+
+from webarchive.ldap_settings import *  # noqa: E402, F403  (AUTH_LDAP_* from the environment)
+
+if AUTH_LDAP_SERVER_URI:  # noqa: F405
+    AUTHENTICATION_BACKENDS.insert(1, "webarchive.ldap.RoleMappingLDAPBackend")
+
+LANGUAGE_CODE = env("LANGUAGE_CODE", default="en")
+LANGUAGES = [("en", _("English")), ("fr", _("French"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = env("TIME_ZONE", default="Europe/Paris")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = Path(env("STATIC_ROOT", default=str(BASE_DIR / "staticfiles")))
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+MEDIA_ROOT = VAR_DIR / "media"
+
+# REST API: the same role rules as the pages (webarchive.permissions).
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["webarchive.api.permissions.RolePermission"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "webarchive.api.exceptions.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Web archive API",
+    "DESCRIPTION": "Selection, planning, harvesting, storage and reports of the web archive.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+}
+
+# Celery: a broker that needs no server (files under var/broker) by default;
+# Redis or RabbitMQ in production (CELERY_BROKER_URL).
+CELERY_BROKER_URL = env("CELERY_BROKER_URL", default="filesystem://")
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = VAR_DIR / "broker"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+        "control_folder": str(_broker_dir / "control"),
+    }
+    # kombu's filesystem transport expects its folders to exist.
+    for _folder in ("queue", "processed", "control"):
+        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
+CELERY_TASK_DEFAULT_QUEUE = "default"
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=24 * 3600)
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_TIMEZONE = TIME_ZONE
+
+# Production hardening; each can be relaxed from the environment where a
+# proxy in front does the job. `manage.py check --deploy` passes with these.
+if not DEBUG:
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
+    CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
+    if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=12 * 3600)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
+    "loggers": {"django_auth_ldap": {"level": env("LDAP_LOG_LEVEL", default="WARNING")}},
+}

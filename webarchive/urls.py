@@ -1,0 +1,24 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from webarchive import views
+
+urlpatterns = [
+    path("", views.HomeView.as_view(), name="home"),
+    path("login/", views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("account/", views.AccountView.as_view(), name="account"),
+    path("account/token/", views.TokenRegenerateView.as_view(), name="account-token"),
+    path("selection/", include("selection.urls")),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # The docs page is for people: send them to the login page, not a 401.
+    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
+    path("api/", include("webarchive.api.urls")),
+    path("admin/", admin.site.urls),
+    path("i18n/", include("django.conf.urls.i18n")),
+    # Area landing pages last: "/selection/" etc. list the pages of that area.
+    path("<slug:area>/", views.AreaView.as_view(), name="area"),
+]

@@ -1,0 +1,165 @@
+"""Shared views: the role mixins, the generic object views, home, areas and the account page.
+
+An app's views declare ``area``, ``queryset`` and, for lists, ``filterset_class``
+and ``columns``; the generic views do the rest, always through
+``webarchive.permissions`` so that a page never shows what its user may not see.
+"""
+
+from django.contrib.auth import views as auth_views
+from django.contrib.auth.mixins import AccessMixin
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect
+from django.utils.translation import gettext_lazy as _
+from django.views.generic import DetailView, ListView, TemplateView, View
+from rest_framework.authtoken.models import Token
+
+from webarchive import home
+from webarchive.history import history_entries
+from webarchive.navigation import pages_for
+from webarchive.permissions import VIEW, Area, can, can_enter, restrict
+
+
+def display_value(obj, name: str):
+    """A field's value as people read it: the label of a choice, not its code."""
+    get_display = getattr(obj, f"get_{name}_display", None)
+    value = get_display() if get_display else getattr(obj, name)
+    if isinstance(value, bool):
+        return _("yes") if value else _("no")
+    return "—" if value in (None, "") else value
+
+
+class AreaRequiredMixin(AccessMixin):
+    """Opens a view to the roles of its ``area``; anyone else gets 403."""
+
+    area: Area | None = None
+
+    def dispatch(self, request, *args, **kwargs):
+        if not request.user.is_authenticated:
+            return self.handle_no_permission()
+        area = self.get_area()
+        if area is None:
+            raise ImproperlyConfigured(f"{type(self).__name__} must declare an area.")
+        if not can_enter(request.user, area):
+            raise PermissionDenied(_("Your role does not give access to %(area)s.") % {"area": area.label})
+        return super().dispatch(request, *args, **kwargs)
+
+    def get_area(self) -> Area | None:
+        return self.area
+
+
+class RestrictedQuerysetMixin(AreaRequiredMixin):
+    """Narrows ``queryset`` to what the user may do; no permission at all is a 403."""
+
+    action = VIEW
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if not can(self.request.user, self.action, queryset.model):
+            raise PermissionDenied(_("Your role does not allow this."))
+        return restrict(queryset, self.request.user, self.action)
+
+
+class ObjectListView(RestrictedQuerysetMixin, ListView):
+    """A filtered, paginated table of objects."""
+
+    template_name = "webarchive/object_list.html"
+    paginate_by = 50
+    filterset_class = None
+    columns: list[str] = []  # field names shown as columns; the first links to the object
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        self.filterset = None
+        if self.filterset_class is not None:
+            self.filterset = self.filterset_class(self.request.GET, queryset=queryset, request=self.request)
+            queryset = self.filterset.qs
+        return queryset
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        meta = self.model._meta if self.model else self.object_list.model._meta
+        context.update(
+            {
+                "filterset": self.filterset,
+                "verbose_name_plural": meta.verbose_name_plural,
+                "headers": [meta.get_field(name).verbose_name for name in self.columns],
+                "rows": [
+                    (obj, [display_value(obj, name) for name in self.columns])
+                    for obj in context["object_list"]
+                ],
+            }
+        )
+        return context
+
+
+class ObjectDetailView(RestrictedQuerysetMixin, DetailView):
+    """One object, its fields and its change history."""
+
+    template_name = "webarchive/object_detail.html"
+    fields: list[str] = []
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        meta = self.object._meta
+        context["verbose_name"] = meta.verbose_name
+        context["field_rows"] = [
+            (meta.get_field(name).verbose_name, display_value(self.object, name)) for name in self.fields
+        ]
+        context["history"] = history_entries(self.object)
+        return context
+
+
+class HomeView(TemplateView):
+    """What each of the user's roles has to do next."""
+
+    template_name = "webarchive/home.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["cards"] = home.cards_for(self.request.user)
+        return context
+
+
+class AreaView(AreaRequiredMixin, TemplateView):
+    """The landing page of an area: the pages in it that the user may open."""
+
+    template_name = "webarchive/area.html"
+
+    def get_area(self):
+        try:
+            return Area(self.kwargs["area"])
+        except ValueError:
+            raise Http404 from None
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        area = self.get_area()
+        context.update({"area": area, "pages": pages_for(self.request.user, area)})
+        return context
+
+
+class AccountView(TemplateView):
+    """The user's own account: roles, and the token for the REST API."""
+
+    template_name = "webarchive/account.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["token"] = Token.objects.filter(user=self.request.user).first()
+        return context
+
+
+class TokenRegenerateView(View):
+    """Replace the user's API token (POST only); the old one stops working at once."""
+
+    def post(self, request):
+        from webarchive.services import user_token_regenerate
+
+        user_token_regenerate(user=request.user)
+        return redirect("account")
+
+
+class LoginView(auth_views.LoginView):
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
