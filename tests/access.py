@@ -16,6 +16,7 @@ from tests.factories import UserFactory
 from webarchive.permissions import Role
 
 EVERYONE = frozenset(Role)
+# Roles are Role members; ``None`` in an allowed set means "a user with no role" too.
 
 
 def login_url() -> str:
@@ -37,7 +38,7 @@ def user_for(role: Role | None):
     return UserFactory(roles=[role] if role else [])
 
 
-def assert_page_access(client, url: str, allowed: frozenset[Role], *, admin_allowed: bool = True) -> None:
+def assert_page_access(client, url: str, allowed: frozenset, *, admin_allowed: bool = True) -> None:
     """Check a page for anonymous users, every role, no role and the administrator."""
     client.logout()
     assert_sent_to_login(client.get(url), url)
@@ -49,7 +50,7 @@ def assert_page_access(client, url: str, allowed: frozenset[Role], *, admin_allo
         client.logout()
 
 
-def assert_api_access(client, url: str, allowed: frozenset[Role], *, admin_allowed: bool = True) -> None:
+def assert_api_access(client, url: str, allowed: frozenset, *, admin_allowed: bool = True) -> None:
     """Check a read endpoint of the REST API: anonymous → 401, wrong role → 403, right role → 200."""
     client.logout()
     response = client.get(url, HTTP_ACCEPT="application/json")

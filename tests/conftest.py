@@ -4,6 +4,12 @@ from tests.factories import UserFactory
 from webarchive.permissions import Role
 
 
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    """Tests create many users; the production hasher is slow on purpose."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def user_with_role(db):
     """Make a user holding the given roles (none: a user with no role)."""

@@ -24,7 +24,7 @@ class WebArchiveAdminSite(admin.AdminSite):
         inner = super().admin_view(view, cacheable)
 
         def wrapper(request, *args, **kwargs):
-            if request.user.is_authenticated and not self.has_permission(request):
+            if not self.has_permission(request):
                 raise PermissionDenied(_("The administration is for administrators only."))
             return inner(request, *args, **kwargs)
 

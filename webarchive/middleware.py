@@ -1,6 +1,8 @@
 """Anonymous users are sent to the login page everywhere but the login page itself."""
 
+from django.conf import settings
 from django.contrib.auth import middleware as auth_middleware
+from django.shortcuts import resolve_url
 from rest_framework.views import APIView
 
 
@@ -17,3 +19,7 @@ class LoginRequiredMiddleware(auth_middleware.LoginRequiredMiddleware):
         if isinstance(view_class, type) and issubclass(view_class, APIView):
             return None
         return super().process_view(request, view_func, view_args, view_kwargs)
+
+    def get_login_url(self, view_func):
+        # One login page for everything, the admin included (it would send to its own).
+        return resolve_url(settings.LOGIN_URL)

@@ -183,6 +183,8 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Selection, planning, harvesting, storage and reports of the web archive.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema follows the API's rules (logged-in users), not drf-spectacular's AllowAny.
+    "SERVE_PERMISSIONS": ["webarchive.api.permissions.RolePermission"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -16,8 +16,8 @@ class RolePermission(BasePermission):
         if not (user and user.is_authenticated and user.is_active):
             return False
         area = getattr(view, "area", None)
-        if area is None:
-            return True
+        if area is None or request.method not in view.allowed_methods:
+            return True  # a method the view does not offer is a 405 for everyone
         if not can_enter(user, area):
             return False
         queryset = getattr(view, "queryset", None)

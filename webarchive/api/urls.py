@@ -1,10 +1,10 @@
 """The REST API: one router for every app's viewsets."""
 
 from django.urls import path
-from rest_framework.authtoken.views import obtain_auth_token
 from rest_framework.routers import DefaultRouter
 
 from selection.api.views import CollectionViewSet
+from webarchive.api.views import ObtainTokenView
 
 app_name = "api"
 
@@ -12,6 +12,6 @@ router = DefaultRouter()
 router.register("collections", CollectionViewSet)
 
 urlpatterns = [
-    path("auth/token/", obtain_auth_token, name="token"),
+    path("auth/token/", ObtainTokenView.as_view(), name="token"),
     *router.urls,
 ]

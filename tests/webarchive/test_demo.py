@@ -1,0 +1,35 @@
+"""The demo command: one user per role, an administrator, a few collections; safe to repeat."""
+
+from io import StringIO
+
+import pytest
+from django.contrib.auth import authenticate
+from django.core.management import call_command
+from django.test import RequestFactory
+
+from selection.models import Collection
+from webarchive.permissions import Role, user_roles
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.smoke
+def test_demo_creates_a_user_per_role_and_prints_the_logins():
+    out = StringIO()
+    call_command("demo", stdout=out)
+    request = RequestFactory().post("/login/")
+    for role in Role:
+        assert f"{role.value:<10} {role.value}-demo" in out.getvalue()
+        user = authenticate(request, username=role.value, password=f"{role.value}-demo")
+        assert user is not None, role
+        assert user_roles(user) == {role}
+    admin = authenticate(request, username="admin", password="admin-demo")
+    assert admin.is_superuser
+    assert Collection.objects.count() >= 2
+
+
+def test_demo_can_run_again_without_duplicating():
+    call_command("demo", stdout=StringIO())
+    collections = Collection.objects.count()
+    call_command("demo", stdout=StringIO())
+    assert Collection.objects.count() == collections
