@@ -1,9 +1,14 @@
 """LDAP login that maps directory groups to the application's roles."""
 
+import logging
+
+import ldap
 from django.conf import settings
 from django_auth_ldap.backend import LDAPBackend
 
 from webarchive.permissions import Role, user_set_roles
+
+logger = logging.getLogger(__name__)
 
 
 class RoleMappingLDAPBackend(LDAPBackend):

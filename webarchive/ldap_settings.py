@@ -6,6 +6,8 @@ Each role is mapped to one directory group by ``AUTH_LDAP_<ROLE>_GROUP``
 (the group's DN); administrators by ``AUTH_LDAP_ADMIN_GROUP``.
 """
 
+import os
+
 import environ
 
 env = environ.Env()
@@ -29,7 +31,9 @@ if AUTH_LDAP_SERVER_URI:
     )
 
     AUTH_LDAP_BIND_DN = env("AUTH_LDAP_BIND_DN", default="")
-    AUTH_LDAP_BIND_PASSWORD = env("AUTH_LDAP_BIND_PASSWORD", default="")
+    # Read as is: django-environ takes a value starting with "$" for the name of
+    # another variable, which would turn such a password into another value.
+    AUTH_LDAP_BIND_PASSWORD = os.environ.get("AUTH_LDAP_BIND_PASSWORD", "")
     AUTH_LDAP_START_TLS = env.bool("AUTH_LDAP_START_TLS", default=False)
 
     _user_dn_template = env("AUTH_LDAP_USER_DN_TEMPLATE", default="")
