@@ -6,6 +6,7 @@ filesystem broker under ``var/``); production sets ``DEBUG=0`` and at least
 The variables are listed in README.md.
 """
 
+import os
 from pathlib import Path
 
 import environ
@@ -20,7 +21,9 @@ VAR_DIR = Path(env("WEBARCHIVE_VAR_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=True)
 
-SECRET_KEY = env("SECRET_KEY", default="")
+# Read as is: django-environ would take a value starting with "$" for the name
+# of another variable, and Django's generated keys may start with one.
+SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")

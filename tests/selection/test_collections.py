@@ -92,7 +92,7 @@ def test_member_changes_are_in_the_history(curator_client):
 
 def test_list_filters_by_member_and_search(client):
     me = UserFactory(roles=[Role.LIBRARIAN])
-    CollectionFactory(name="Mine", members=[me])
+    CollectionFactory(name="Mine", description="about history", members=[me])
     CollectionFactory(name="Theirs", description="about science")
     client.force_login(me)
     url = reverse("selection:collection_list")

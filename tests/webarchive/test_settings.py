@@ -46,6 +46,16 @@ def test_without_a_secret_key_production_refuses_to_start(tmp_path):
     assert "SECRET_KEY must be set when DEBUG is off." in result.stderr
 
 
+def test_a_secret_key_starting_with_a_dollar_is_taken_as_is(tmp_path):
+    key = "$ecret-" + PRODUCTION["SECRET_KEY"]
+    script = "from django.conf import settings; print(settings.SECRET_KEY)"
+    result = manage(
+        "shell", "-c", script, **{**PRODUCTION, "SECRET_KEY": key}, WEBARCHIVE_VAR_DIR=str(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().endswith(key)
+
+
 def test_without_allowed_hosts_production_refuses_to_start(tmp_path):
     env = {**PRODUCTION, "ALLOWED_HOSTS": "", "WEBARCHIVE_VAR_DIR": str(tmp_path)}
     result = manage("check", **env)
