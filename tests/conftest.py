@@ -1,6 +1,7 @@
 import pytest
 
 from tests.factories import UserFactory
+from tests.testsite_fixtures import testsite  # noqa: F401  (the session-wide test website)
 from webarchive.permissions import Role
 
 
