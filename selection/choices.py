@@ -8,3 +8,55 @@ class CollectionKind(models.TextChoices):
     DEPARTMENT = "department", _("Department")
     PROJECT = "project", _("Project")
     EVENT = "event", _("Event")
+
+
+class Budget(models.TextChoices):
+    """How many URLs a site may yield; the thresholds are settings (SELECTION_BUDGET_*)."""
+
+    SMALL = "small", _("Small")
+    MEDIUM = "medium", _("Medium")
+    LARGE = "large", _("Large")
+
+
+class Frequency(models.TextChoices):
+    DAILY = "daily", _("Daily")
+    WEEKLY = "weekly", _("Weekly")
+    MONTHLY = "monthly", _("Monthly")
+    TWICE_YEARLY = "twice-yearly", _("Twice a year")
+    ANNUAL = "annual", _("Annual")
+    ONCE = "once", _("Once")
+
+
+class Depth(models.TextChoices):
+    """How far the crawler goes from the seed."""
+
+    PAGE = "page", _("The page only")
+    PAGE_PLUS_1 = "page+1", _("The page and one click")
+    PAGE_PLUS_2 = "page+2", _("The page and two clicks")
+    PATH = "path", _("The directory (path)")
+    HOST = "host", _("The host")
+    DOMAIN = "domain", _("The whole domain")
+
+
+class RecordStatus(models.TextChoices):
+    """The validation workflow: proposed → validated or rejected (selection.services.STATUS_TRANSITIONS)."""
+
+    PROPOSED = "proposed", _("Proposed")
+    VALIDATED = "validated", _("Validated")
+    REJECTED = "rejected", _("Rejected")
+
+
+class CheckStatus(models.TextChoices):
+    """The result of the online check of a record's URL."""
+
+    UNCHECKED = "unchecked", _("Not checked")
+    OK = "ok", _("Answers")
+    REDIRECT = "redirect", _("Redirects")
+    INVALID = "invalid", _("Invalid (error or no DNS entry)")
+    UNREACHABLE = "unreachable", _("Unreachable (timeout, TLS or connection error)")
+    REFUSED = "refused", _("Refused (private or reserved address)")
+
+    @classmethod
+    def selectable(cls) -> set[str]:
+        """Statuses a librarian may select a URL with (a curator may override the others)."""
+        return {cls.OK, cls.REDIRECT}

@@ -1,13 +1,29 @@
-"""The selection side (BCWeb): collections that librarians propose URLs into."""
+"""The selection side (BCWeb): collections, their themes, and the records librarians propose."""
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.db.models.functions import Lower
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from selection.choices import CollectionKind
+from selection.choices import Budget, CheckStatus, CollectionKind, Depth, Frequency, RecordStatus
+from webarchive.permissions import VIEW, Role, is_administrator, user_roles
+from webarchive.urlnorm import validate_url
+
+
+def may_write_everywhere(user) -> bool:
+    """Curators and administrators write in every collection; librarians only in their own."""
+    return is_administrator(user) or Role.CURATOR in user_roles(user)
+
+
+class CollectionQuerySet(models.QuerySet):
+    def writable_by(self, user):
+        """The collections the user may create and edit records in."""
+        if may_write_everywhere(user):
+            return self
+        return self.filter(members=user) if user.is_authenticated else self.none()
 
 
 class Collection(models.Model):
@@ -26,17 +42,29 @@ class Collection(models.Model):
         related_name="collections",
         help_text=_("Librarians who may propose and edit records in this collection."),
     )
+    default_budget = models.CharField(
+        _("default budget"), max_length=10, choices=Budget, default=Budget.SMALL
+    )
+    default_frequency = models.CharField(
+        _("default frequency"), max_length=15, choices=Frequency, default=Frequency.ANNUAL
+    )
+    default_depth = models.CharField(_("default depth"), max_length=10, choices=Depth, default=Depth.HOST)
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
     history = HistoricalRecords(m2m_fields=[members], excluded_fields=["updated_at"])
+    objects = CollectionQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("collection")
         verbose_name_plural = _("collections")
         ordering = ["name"]
         constraints = [
-            models.UniqueConstraint(Lower("name"), name="selection_collection_name_unique_ci"),
+            models.UniqueConstraint(
+                Lower("name"),
+                name="selection_collection_name_unique_ci",
+                violation_error_message=_("A collection with this name already exists."),
+            ),
         ]
 
     def __str__(self):
@@ -44,3 +72,266 @@ class Collection(models.Model):
 
     def get_absolute_url(self):
         return reverse("selection:collection_detail", kwargs={"pk": self.pk})
+
+
+class Theme(models.Model):
+    """A heading that classifies the records of one collection (mandatory on each record)."""
+
+    collection = models.ForeignKey(
+        Collection, on_delete=models.PROTECT, related_name="themes", verbose_name=_("collection")
+    )
+    name = models.CharField(_("name"), max_length=200)
+    is_active = models.BooleanField(_("active"), default=True)
+
+    history = HistoricalRecords()
+
+    class Meta:
+        verbose_name = _("theme")
+        verbose_name_plural = _("themes")
+        ordering = ["collection__name", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                "collection",
+                Lower("name"),
+                name="selection_theme_name_unique_ci",
+                violation_error_message=_("This collection already has this theme."),
+            ),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class Keyword(models.Model):
+    """A term describing a site; shared by all collections."""
+
+    name = models.CharField(_("name"), max_length=100)
+
+    class Meta:
+        verbose_name = _("keyword")
+        verbose_name_plural = _("keywords")
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(
+                Lower("name"),
+                name="selection_keyword_name_unique_ci",
+                violation_error_message=_("This keyword already exists."),
+            )
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class CompatibilityRule(models.Model):
+    """A combination of technical settings that cannot be used; an empty field matches any value.
+
+    For example budget "large" with frequency "daily" and any depth: a large
+    site cannot be harvested in full every day.
+    """
+
+    budget = models.CharField(_("budget"), max_length=10, choices=Budget, blank=True)
+    frequency = models.CharField(_("frequency"), max_length=15, choices=Frequency, blank=True)
+    depth = models.CharField(_("depth"), max_length=10, choices=Depth, blank=True)
+    reason = models.CharField(_("reason"), max_length=300, blank=True)
+
+    history = HistoricalRecords()
+
+    class Meta:
+        verbose_name = _("incompatible combination")
+        verbose_name_plural = _("incompatible combinations")
+        ordering = ["budget", "frequency", "depth"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["budget", "frequency", "depth"],
+                name="selection_compatibilityrule_unique",
+                violation_error_message=_("This combination is already forbidden."),
+            ),
+            models.CheckConstraint(
+                condition=~Q(budget="", frequency="", depth=""),
+                name="selection_compatibilityrule_not_all_empty",
+                violation_error_message=_("A rule must name at least one setting."),
+            ),
+        ]
+
+    def __str__(self):
+        any_value = _("any")
+        return " + ".join(
+            str(value)
+            for value in (
+                self.get_budget_display() or any_value,
+                self.get_frequency_display() or any_value,
+                self.get_depth_display() or any_value,
+            )
+        )
+
+    def matches(self, budget: str, frequency: str, depth: str) -> bool:
+        return all(
+            (not rule or rule == value)
+            for rule, value in ((self.budget, budget), (self.frequency, frequency), (self.depth, depth))
+        )
+
+
+class RecordQuerySet(models.QuerySet):
+    def restrict(self, user, action):
+        """Everyone who may view records sees them all; members and curators may write."""
+        if action == VIEW or may_write_everywhere(user):
+            return self
+        return self.filter(collection__members=user)
+
+
+class Record(models.Model):
+    """A seed URL proposed by a librarian into a collection, with how and why to harvest it."""
+
+    TECHNICAL_FIELDS = ("budget", "frequency", "depth", "url", "supplementary_urls")
+
+    collection = models.ForeignKey(
+        Collection, on_delete=models.PROTECT, related_name="records", verbose_name=_("collection")
+    )
+    # Not URLField: its validator refuses host names real sites use (underscores);
+    # the archive's own normalisation decides what is a URL.
+    url = models.CharField(_("URL"), max_length=2000, validators=[validate_url])
+    url_key = models.CharField(_("duplicate key"), max_length=2000, editable=False)
+    host = models.CharField(_("host"), max_length=255, editable=False, db_index=True)
+    registered_domain = models.CharField(_("domain"), max_length=255, editable=False, db_index=True)
+    supplementary_urls = models.TextField(
+        _("supplementary URLs"),
+        blank=True,
+        help_text=_("One URL per line: a sitemap, a feed, an index page."),
+    )
+
+    # Management information
+    responsible = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="responsible_records",
+        verbose_name=_("responsible librarian"),
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="created_records",
+        verbose_name=_("created by"),
+        editable=False,
+    )
+    modified_at = models.DateTimeField(_("modified at"), auto_now=True)
+    modified_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="modified_records",
+        verbose_name=_("modified by"),
+        editable=False,
+    )
+
+    # Technical settings
+    budget = models.CharField(_("budget"), max_length=10, choices=Budget)
+    frequency = models.CharField(_("frequency"), max_length=15, choices=Frequency)
+    depth = models.CharField(_("depth"), max_length=10, choices=Depth)
+
+    # Description
+    theme = models.ForeignKey(
+        Theme, on_delete=models.PROTECT, related_name="records", verbose_name=_("theme")
+    )
+    keywords = models.ManyToManyField(Keyword, blank=True, related_name="records", verbose_name=_("keywords"))
+    content_notes = models.TextField(_("content notes"), blank=True)
+    technical_notes = models.TextField(_("technical notes"), blank=True)
+    is_active = models.BooleanField(
+        _("active"), default=True, help_text=_("Inactive records are not transferred for harvesting.")
+    )
+
+    # Validation workflow
+    status = models.CharField(_("status"), max_length=10, choices=RecordStatus, default=RecordStatus.PROPOSED)
+    status_reason = models.TextField(_("reason"), blank=True, help_text=_("Why the record was rejected."))
+    status_changed_at = models.DateTimeField(_("status changed at"), null=True, blank=True, editable=False)
+    status_changed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("status changed by"),
+        editable=False,
+    )
+
+    # The last online check of the URL
+    check_status = models.CharField(
+        _("URL check"), max_length=12, choices=CheckStatus, default=CheckStatus.UNCHECKED
+    )
+    check_result = models.JSONField(_("URL check details"), default=dict, blank=True, editable=False)
+    checked_at = models.DateTimeField(_("checked at"), null=True, blank=True, editable=False)
+    check_override_reason = models.TextField(
+        _("check override"),
+        blank=True,
+        help_text=_("Why a curator selected a URL that failed its check."),
+    )
+
+    # Optimistic locking: incremented by every save through the services.
+    version = models.PositiveIntegerField(_("version"), default=1, editable=False)
+
+    history = HistoricalRecords(m2m_fields=[keywords], excluded_fields=["modified_at"])
+    objects = RecordQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("record")
+        verbose_name_plural = _("records")
+        ordering = ["-modified_at", "-pk"]
+        permissions = [("validate_record", _("Can validate or reject records"))]
+        constraints = [
+            # Two librarians submitting the same URL at once cannot both create it.
+            models.UniqueConstraint(
+                fields=["collection", "url_key"],
+                name="selection_record_unique_url_per_collection",
+                violation_error_message=_("This URL is already in this collection."),
+            ),
+            models.CheckConstraint(
+                condition=~Q(status=RecordStatus.REJECTED) | ~Q(status_reason=""),
+                name="selection_record_rejection_has_reason",
+                violation_error_message=_("A rejected record needs a reason."),
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "collection"]), models.Index(fields=["url_key"])]
+
+    def __str__(self):
+        return self.url
+
+    def get_absolute_url(self):
+        return reverse("selection:record_detail", kwargs={"pk": self.pk})
+
+    @property
+    def supplementary_url_list(self) -> list[str]:
+        return [line.strip() for line in self.supplementary_urls.splitlines() if line.strip()]
+
+
+class SavedSearch(models.Model):
+    """A record search a user runs often, kept under a name and listed in their navigation."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.CASCADE,
+        related_name="saved_searches",
+        verbose_name=_("user"),
+    )
+    name = models.CharField(_("name"), max_length=100)
+    query = models.CharField(
+        _("query"), max_length=2000, blank=True, help_text=_("The list's filters, as in its address.")
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("saved search")
+        verbose_name_plural = _("saved searches")
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint("user", Lower("name"), name="selection_savedsearch_name_unique")
+        ]
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return (
+            f"{reverse('selection:record_list')}?{self.query}"
+            if self.query
+            else reverse("selection:record_list")
+        )

@@ -3,8 +3,10 @@
 import factory
 from django.contrib.auth import get_user_model
 
-from selection.models import Collection
+from selection.choices import Budget, CheckStatus, Depth, Frequency
+from selection.models import Collection, Record, SavedSearch, Theme
 from webarchive.permissions import user_set_roles
+from webarchive.urlnorm import registered_domain, url_host, url_key
 
 PASSWORD = "correct horse battery staple"
 
@@ -41,3 +43,42 @@ class CollectionFactory(factory.django.DjangoModelFactory):
     def members(self, create, extracted, **kwargs):
         if create and extracted:
             self.members.set(extracted)
+
+
+class ThemeFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Theme
+
+    collection = factory.SubFactory(CollectionFactory)
+    name = factory.Sequence(lambda n: f"Theme {n}")
+
+
+class RecordFactory(factory.django.DjangoModelFactory):
+    """A record written directly, for tests that need records to exist (proposals go through services)."""
+
+    class Meta:
+        model = Record
+        skip_postgeneration_save = True
+
+    collection = factory.SubFactory(CollectionFactory)
+    theme = factory.LazyAttribute(lambda r: ThemeFactory(collection=r.collection))
+    url = factory.Sequence(lambda n: f"http://site{n}.example.org/")
+    url_key = factory.LazyAttribute(lambda r: url_key(r.url))
+    host = factory.LazyAttribute(lambda r: url_host(r.url))
+    registered_domain = factory.LazyAttribute(lambda r: registered_domain(url_host(r.url)))
+    responsible = factory.SubFactory(UserFactory)
+    created_by = factory.SelfAttribute("responsible")
+    modified_by = factory.SelfAttribute("responsible")
+    budget = Budget.SMALL
+    frequency = Frequency.MONTHLY
+    depth = Depth.HOST
+    check_status = CheckStatus.OK
+
+
+class SavedSearchFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = SavedSearch
+
+    user = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"Search {n}")
+    query = "status=proposed"

@@ -27,6 +27,7 @@ def history_entries(obj: models.Model, *, limit: int = 100) -> list[dict]:
                 )
         entries.append(
             {
+                "history_id": record.history_id,
                 "date": record.history_date,
                 "user": record.history_user,
                 "kind": KIND_LABELS.get(record.history_type, record.history_type),

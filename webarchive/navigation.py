@@ -19,11 +19,17 @@ from webarchive.permissions import VIEW, Area, areas_for, can
 class Page:
     label: str | Promise
     url_name: str
-    model: str | None = None  # "app_label.model": listed only to users who may view it
+    model: str | None = None  # "app_label.model": listed only to users who may do ``action`` on it
+    action: str = VIEW
 
 
 AREA_PAGES: dict[Area, list[Page]] = {
-    Area.SELECTION: [Page(_("Collections"), "selection:collection_list", "selection.collection")],
+    Area.SELECTION: [
+        Page(_("Records"), "selection:record_list", "selection.record"),
+        Page(_("Collections"), "selection:collection_list", "selection.collection"),
+        Page(_("Validation"), "selection:validation_queue", "selection.record", "validate"),
+        Page(_("Compatible settings"), "selection:compatibility", "selection.compatibilityrule"),
+    ],
     Area.PLANNING: [],
     Area.OPERATIONS: [],
     Area.REPORTS: [],
@@ -42,7 +48,7 @@ def pages_for(user, area: Area) -> list[dict]:
     return [
         {"label": page.label, "url": reverse(page.url_name)}
         for page in AREA_PAGES[area]
-        if page.model is None or can(user, VIEW, apps.get_model(page.model))
+        if page.model is None or can(user, page.action, apps.get_model(page.model))
     ]
 
 

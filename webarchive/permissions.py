@@ -14,7 +14,8 @@ user (records and collection rights, later) gives its QuerySet a
 ``restrict(user, action)`` method and :func:`restrict` calls it.
 
 Superusers are the administrators: every area, every action.
-No role is ever given ``delete``: archival objects are not deleted.
+No role is given ``delete`` on an archival object (collections, records, and
+later domains, harvest definitions, WARC files): they are never deleted.
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ class Area(models.TextChoices):
 
 
 AREA_ROLES: dict[Area, frozenset[Role]] = {
-    Area.SELECTION: frozenset({Role.LIBRARIAN, Role.CURATOR}),
+    # Everyone may consult the selection (BnF: managers overview their teams'
+    # work); writing there is for librarians in their collections and curators.
+    Area.SELECTION: frozenset(Role),
     Area.PLANNING: frozenset({Role.CURATOR, Role.ENGINEER}),
     Area.OPERATIONS: frozenset({Role.ENGINEER}),
     Area.REPORTS: frozenset({Role.MANAGER, Role.CURATOR, Role.ENGINEER}),
@@ -56,22 +59,40 @@ AREA_ROLES: dict[Area, frozenset[Role]] = {
     Area.ADMIN: frozenset(),  # superusers only
 }
 
-VIEW, ADD, CHANGE, DELETE = "view", "add", "change", "delete"
+VIEW, ADD, CHANGE, DELETE, VALIDATE = "view", "add", "change", "delete", "validate"
+ALL = (VIEW, ADD, CHANGE, DELETE)
+
+# What everyone with a role may do on the selection side: read it all, and keep
+# their own saved searches (which are not archival objects, so may be deleted).
+_READER = {
+    "selection.collection": (VIEW,),
+    "selection.theme": (VIEW,),
+    "selection.keyword": (VIEW,),
+    "selection.record": (VIEW,),
+    "selection.compatibilityrule": (VIEW,),
+    "selection.savedsearch": ALL,
+}
 
 # Role -> model label -> actions. Apps add their models here as they grow.
+# Rows a role may act on are narrowed further by each QuerySet's restrict()
+# (a librarian writes records only in the collections they are a member of).
 ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
     Role.LIBRARIAN: {
-        "selection.collection": (VIEW,),
+        **_READER,
+        "selection.keyword": (VIEW, ADD),
+        "selection.record": (VIEW, ADD, CHANGE),
     },
     Role.CURATOR: {
+        **_READER,
         "selection.collection": (VIEW, ADD, CHANGE),
+        "selection.theme": (VIEW, ADD, CHANGE),
+        "selection.keyword": (VIEW, ADD, CHANGE),
+        "selection.record": (VIEW, ADD, CHANGE, VALIDATE),
+        # Configuration, not an archival object: a rule may be withdrawn.
+        "selection.compatibilityrule": ALL,
     },
-    Role.ENGINEER: {
-        "selection.collection": (VIEW,),
-    },
-    Role.MANAGER: {
-        "selection.collection": (VIEW,),
-    },
+    Role.ENGINEER: {**_READER},
+    Role.MANAGER: {**_READER},
 }
 
 METHOD_ACTIONS = {

@@ -39,6 +39,17 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # loopback, private, link-local and metadata addresses unless this is set.
 WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES = env.bool("WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES", default=DEBUG)
 
+# Selection: the URL-count thresholds of the budgets (small < SMALL_MAX <=
+# medium <= MEDIUM_MAX < large), and the online check of proposed URLs.
+SELECTION_BUDGET_SMALL_MAX = env.int("SELECTION_BUDGET_SMALL_MAX", default=10_000)
+SELECTION_BUDGET_MEDIUM_MAX = env.int("SELECTION_BUDGET_MEDIUM_MAX", default=100_000)
+SELECTION_URL_CHECK_TIMEOUT = env.float("SELECTION_URL_CHECK_TIMEOUT", default=10.0)
+SELECTION_URL_CHECK_MAX_REDIRECTS = env.int("SELECTION_URL_CHECK_MAX_REDIRECTS", default=10)
+SELECTION_URL_CHECK_TOTAL_TIMEOUT = env.float("SELECTION_URL_CHECK_TOTAL_TIMEOUT", default=30.0)
+SELECTION_URL_CHECK_USER_AGENT = env(
+    "SELECTION_URL_CHECK_USER_AGENT", default="webarchive-url-check/1 (+legal deposit web archive)"
+)
+
 INSTALLED_APPS = [
     "webarchive.apps.WebArchiveAdminConfig",
     "django.contrib.auth",
@@ -192,6 +203,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # The same choices serve records and collections' defaults: one name each.
+    "ENUM_NAME_OVERRIDES": {
+        "BudgetEnum": "selection.choices.Budget",
+        "FrequencyEnum": "selection.choices.Frequency",
+        "DepthEnum": "selection.choices.Depth",
+    },
 }
 
 # Celery: a broker that needs no server (files under var/broker) by default;

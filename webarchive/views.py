@@ -7,11 +7,11 @@ and ``columns``; the generic views do the rest, always through
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import AccessMixin
-from django.core.exceptions import ImproperlyConfigured, PermissionDenied
+from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import redirect
 from django.utils.translation import gettext_lazy as _
-from django.views.generic import DetailView, ListView, TemplateView, View
+from django.views.generic import DetailView, FormView, ListView, TemplateView, View
 from rest_framework.authtoken.models import Token
 
 from webarchive import home
@@ -108,6 +108,52 @@ class ObjectDetailView(RestrictedQuerysetMixin, DetailView):
         ]
         context["history"] = history_entries(self.object)
         return context
+
+
+class ServiceFormView(AreaRequiredMixin, FormView):
+    """A form whose valid data is handed to one service.
+
+    Subclasses implement ``perform(form)`` (call the service, return the object
+    or a redirect URL). A ``ValidationError`` from the service is shown at the
+    fields it names (or at the top), and a ``PermissionDenied`` is a 403:
+    the service, not the page, decides.
+    """
+
+    template_name = "webarchive/form.html"
+    title = ""
+    submit_label = _("Save")
+
+    def perform(self, form):
+        raise NotImplementedError
+
+    def form_valid(self, form):
+        try:
+            result = self.perform(form)
+        except ValidationError as error:
+            apply_validation_error(form, error)
+            return self.form_invalid(form)
+        if isinstance(result, str):
+            return redirect(result)
+        if hasattr(result, "get_absolute_url"):
+            return redirect(result.get_absolute_url())
+        return redirect(self.get_success_url())
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context.setdefault("title", self.title)
+        context.setdefault("submit_label", self.submit_label)
+        return context
+
+
+def apply_validation_error(form, error: ValidationError) -> None:
+    """Put a service's ValidationError on the form: at each field it names that the form has, else on top."""
+    if hasattr(error, "error_dict"):
+        for field, errors in error.error_dict.items():
+            for item in errors:
+                form.add_error(field if field in form.fields else None, item)
+    else:
+        for message in error.messages:
+            form.add_error(None, message)
 
 
 class HomeView(TemplateView):

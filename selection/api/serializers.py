@@ -1,12 +1,16 @@
 from django.contrib.auth import get_user_model
+from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
-from selection.models import Collection
+from selection.choices import Budget, Depth, Frequency, RecordStatus
+from selection.models import Collection, CompatibilityRule, Record, Theme
+
+User = get_user_model()
 
 
 class CollectionSerializer(serializers.ModelSerializer):
     members = serializers.SlugRelatedField(
-        slug_field="username", many=True, required=False, queryset=get_user_model().objects.all()
+        slug_field="username", many=True, required=False, queryset=User.objects.all()
     )
 
     class Meta:
@@ -19,8 +23,134 @@ class CollectionSerializer(serializers.ModelSerializer):
             "kind",
             "is_active",
             "members",
+            "default_budget",
+            "default_frequency",
+            "default_depth",
             "created_at",
             "updated_at",
         ]
         read_only_fields = ["created_at", "updated_at"]
         extra_kwargs = {"url": {"view_name": "api:collection-detail"}}
+
+
+class ThemeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Theme
+        fields = ["id", "collection", "name", "is_active"]
+
+
+class CompatibilityRuleSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CompatibilityRule
+        fields = ["id", "budget", "frequency", "depth", "reason"]
+
+
+class KeywordListField(serializers.ListField):
+    """Keywords as a list of names, written as names (new ones are created)."""
+
+    child = serializers.CharField(max_length=100)
+
+    def to_representation(self, data):
+        return sorted(keyword.name for keyword in data.all())
+
+
+class RecordSerializer(serializers.ModelSerializer):
+    """A record. Creating one runs the online check; updating one needs the ``version`` read before."""
+
+    responsible = serializers.SlugRelatedField(
+        slug_field="username", queryset=User.objects.filter(is_active=True), required=False
+    )
+    keywords = KeywordListField(required=False)
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    modified_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    url = serializers.CharField(max_length=2100)
+    budget = serializers.ChoiceField(choices=Budget.choices, required=False)
+    frequency = serializers.ChoiceField(choices=Frequency.choices, required=False)
+    depth = serializers.ChoiceField(choices=Depth.choices, required=False)
+    version = serializers.IntegerField(
+        required=False,
+        help_text=_("Required to update: the version you read. A newer one means someone else saved."),
+    )
+    check_override_reason = serializers.CharField(required=False, allow_blank=True)
+
+    class Meta:
+        model = Record
+        fields = [
+            "id",
+            "collection",
+            "url",
+            "supplementary_urls",
+            "responsible",
+            "budget",
+            "frequency",
+            "depth",
+            "theme",
+            "keywords",
+            "content_notes",
+            "technical_notes",
+            "is_active",
+            "status",
+            "status_reason",
+            "check_status",
+            "check_result",
+            "checked_at",
+            "check_override_reason",
+            "created_at",
+            "created_by",
+            "modified_at",
+            "modified_by",
+            "version",
+        ]
+        read_only_fields = [
+            "status",
+            "status_reason",
+            "check_status",
+            "check_result",
+            "checked_at",
+            "created_at",
+            "modified_at",
+        ]
+
+
+class RecordStatusSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=RecordStatus.choices)
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+    version = serializers.IntegerField()
+
+
+class RecordTransferSerializer(serializers.Serializer):
+    collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all())
+    theme = serializers.PrimaryKeyRelatedField(queryset=Theme.objects.all())
+    version = serializers.IntegerField()
+
+
+class UrlCheckRequestSerializer(serializers.Serializer):
+    url = serializers.CharField(max_length=2100)
+    collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all(), required=False)
+
+
+class DuplicateSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    url = serializers.CharField()
+    collection = serializers.IntegerField()
+    collection_name = serializers.CharField()
+
+
+class DuplicatesSerializer(serializers.Serializer):
+    same = DuplicateSerializer(
+        many=True, help_text=_("The same URL (http/https, www. and a final slash ignored).")
+    )
+    same_host = DuplicateSerializer(many=True)
+    same_domain = DuplicateSerializer(many=True)
+    in_this_collection = serializers.BooleanField(
+        help_text=_("The same URL is already in the given collection.")
+    )
+
+
+class UrlCheckResponseSerializer(serializers.Serializer):
+    url = serializers.CharField(help_text=_("The URL normalised."))
+    check = serializers.JSONField(
+        help_text=_("status, message, hops (url, status_code, location, …), final_url.")
+    )
+    selectable = serializers.BooleanField()
+    duplicates = DuplicatesSerializer()

@@ -1,7 +1,17 @@
+"""Collection pages: list, detail with themes and members; creation and editing by curators."""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from selection import services
 from selection.filtersets import CollectionFilterSet
-from selection.models import Collection
-from webarchive.permissions import Area
-from webarchive.views import ObjectDetailView, ObjectListView
+from selection.forms import CollectionForm, ThemeForm
+from selection.models import Collection, Record, Theme
+from webarchive.permissions import ADD, CHANGE, Area, can
+from webarchive.views import ObjectDetailView, ObjectListView, ServiceFormView
 
 
 class CollectionListView(ObjectListView):
@@ -9,10 +19,92 @@ class CollectionListView(ObjectListView):
     queryset = Collection.objects.all()
     filterset_class = CollectionFilterSet
     columns = ["name", "kind", "is_active"]
+    template_name = "selection/collection_list.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["may_add"] = can(self.request.user, ADD, Collection)
+        return context
 
 
 class CollectionDetailView(ObjectDetailView):
     area = Area.SELECTION
-    queryset = Collection.objects.prefetch_related("members")
-    fields = ["name", "kind", "description", "is_active", "created_at"]
+    queryset = Collection.objects.prefetch_related("members", "themes")
+    fields = [
+        "name",
+        "kind",
+        "description",
+        "is_active",
+        "default_budget",
+        "default_frequency",
+        "default_depth",
+        "created_at",
+    ]
     template_name = "selection/collection_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        user = self.request.user
+        context.update(
+            {
+                "record_count": self.object.records.count(),
+                "may_edit": can(user, CHANGE, Collection),
+                "may_add_theme": can(user, ADD, Theme),
+                "may_propose": can(user, ADD, Record)
+                and Collection.objects.writable_by(user).filter(pk=self.object.pk).exists(),
+                "theme_form": ThemeForm(),
+            }
+        )
+        return context
+
+
+class CollectionCreateView(ServiceFormView):
+    area = Area.SELECTION
+    form_class = CollectionForm
+    title = gettext_lazy("New collection")
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and not can(request.user, ADD, Collection):
+            raise PermissionDenied(_("Only curators may create collections."))
+        return super().dispatch(request, *args, **kwargs)
+
+    def perform(self, form):
+        return services.collection_create(user=self.request.user, **form.cleaned_data)
+
+
+class CollectionEditView(ServiceFormView):
+    area = Area.SELECTION
+    form_class = CollectionForm
+    title = gettext_lazy("Edit the collection")
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and not can(request.user, CHANGE, Collection):
+            raise PermissionDenied(_("Only curators may edit collections."))
+        self.collection = get_object_or_404(Collection, pk=kwargs["pk"])
+        return super().dispatch(request, *args, **kwargs)
+
+    def get_form_kwargs(self):
+        kwargs = super().get_form_kwargs()
+        kwargs["instance"] = Collection.objects.get(pk=self.collection.pk)  # validated on a copy
+        return kwargs
+
+    def perform(self, form):
+        data = dict(form.cleaned_data)
+        return services.collection_update(collection=self.collection, user=self.request.user, **data)
+
+
+class ThemeCreateView(ServiceFormView):
+    area = Area.SELECTION
+    form_class = ThemeForm
+    title = gettext_lazy("New theme")
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and not can(request.user, ADD, Theme):
+            raise PermissionDenied(_("Only curators may add themes."))
+        self.collection = get_object_or_404(Collection, pk=kwargs["pk"])
+        return super().dispatch(request, *args, **kwargs)
+
+    def perform(self, form):
+        theme = services.theme_create(collection=self.collection, name=form.cleaned_data["name"])
+        messages.success(self.request, _("Theme “%(name)s” added.") % {"name": theme.name})
+        return self.collection

@@ -27,8 +27,8 @@ pytestmark = pytest.mark.browser
 EXPECTED_AREAS = {
     "librarian": ["Selection", "Access"],
     "curator": ["Selection", "Planning", "Reports", "Access"],
-    "engineer": ["Planning", "Operations", "Reports", "Access"],
-    "manager": ["Reports", "Access"],
+    "engineer": ["Selection", "Planning", "Operations", "Reports", "Access"],
+    "manager": ["Selection", "Reports", "Access"],
     "admin": ["Selection", "Planning", "Operations", "Reports", "Access", "Admin"],
 }
 

@@ -47,7 +47,7 @@ def test_librarian_may_read_but_not_create_collections(client):
         ({"name": ""}, "name", "This field may not be blank."),
         ({"name": "X", "kind": "party"}, "kind", '"party" is not a valid choice.'),
         ({"name": "X", "members": ["nobody"]}, "members", "Object with username=nobody does not exist."),
-        ({"name": "news"}, "__all__", "Constraint “selection_collection_name_unique_ci” is violated."),
+        ({"name": "news"}, "non_field_errors", "A collection with this name already exists."),
     ],
 )
 def test_bad_input_is_refused_field_by_field_and_changes_nothing(curator_client, payload, field, message):

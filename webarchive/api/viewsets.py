@@ -2,17 +2,21 @@
 
 from rest_framework import mixins, viewsets
 
-from webarchive.permissions import METHOD_ACTIONS, restrict
+from webarchive.permissions import VIEW, restrict
 
 
 class RestrictedQuerysetMixin:
-    """Serves only the rows the user may act on with this request's method."""
+    """Serves only the rows the user may see.
+
+    Whether the user may *change* a row they can see (a librarian outside the
+    record's collection) is the service's decision, which answers 403 with a
+    reason rather than pretending the row does not exist.
+    """
 
     area = None
 
     def get_queryset(self):
-        action = METHOD_ACTIONS.get(self.request.method, "change")
-        return restrict(super().get_queryset(), self.request.user, action)
+        return restrict(super().get_queryset(), self.request.user, VIEW)
 
 
 class ReadOnlyViewSet(RestrictedQuerysetMixin, viewsets.ReadOnlyModelViewSet):

@@ -1,0 +1,781 @@
+"""CSV export and import of records. No HTTP here: the pages are in selection/views/csv.py.
+
+Export
+------
+One column per field, named by ``EXPORT_COLUMNS``: stable English keys, never
+translated, so that a file re-imports whatever the interface language. Values:
+
+- choices (budget, frequency, depth, status, url_check) as their codes
+  (``small``, ``page+1``): what the import reads back;
+- ``supplementary_urls`` separated by one space: a URL cannot contain a space,
+  so the separator is unambiguous and every record stays on one line;
+- ``keywords`` separated by ``"; "`` (a keyword containing ``;`` is split in two
+  on import);
+- ``active`` is ``yes``/``no``; users are their usernames; dates are
+  ``YYYY-MM-DD HH:MM:SS`` in the server's time zone (``TIME_ZONE``), which
+  spreadsheets read as dates.
+
+Spreadsheet formula injection: a cell that starts with ``=``, ``+``, ``-``,
+``@``, a tab or a carriage return (after any apostrophes) gets one more leading
+apostrophe, so that a spreadsheet shows it as text instead of running it; the
+import takes that apostrophe off again, so a round trip is lossless. URLs never
+start with those characters and are never changed. The stream starts with a
+UTF-8 byte order mark so that Excel reads the file as UTF-8.
+
+Import
+------
+:func:`import_preview` reads a file (UTF-8 with or without BOM; ``,``, ``;`` or
+tab separated: the separator is the one the header line uses most) whose header
+names the columns like the export (case, spaces, ``_`` and ``-`` ignored; the
+fields' names in the interface language are accepted too). ``url`` and
+``theme`` are required; ``budget``, ``frequency``, ``depth`` (collection
+defaults when empty), ``responsible`` (the importing user when empty),
+``keywords``, ``supplementary_urls``, ``content_notes``, ``technical_notes`` and
+``active`` (yes when empty) are optional; the export's other columns are
+ignored. Each line becomes an :class:`ImportRow` with its errors, field by
+field; the URLs are checked online, several at a time. Nothing is written.
+
+:func:`import_commit` then creates the records through
+``selection.services.record_propose``, in one transaction: all of them or none
+(``all_or_nothing``), or only the valid rows, reporting the others.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import re
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models.functions import Lower
+from django.utils import timezone, translation
+from django.utils.translation import gettext as _
+
+from selection import services
+from selection.choices import Budget, Depth, Frequency
+from selection.models import Collection, Keyword, Record, Theme
+from selection.selectors import incompatibility
+from selection.urlcheck import UrlCheckResult, check_url
+from webarchive.urlnorm import InvalidURL, normalise_url, url_key
+
+Checker = Callable[[str], UrlCheckResult]
+
+BOM = "\ufeff"
+# Records per file: the preview checks every URL online and the commit writes in one
+# web request (about 20 ms a record), so a file stays within what a request can do.
+MAX_ROWS = 1000
+MAX_BYTES = 10 * 1024 * 1024  # size of a file
+CHECK_WORKERS = 8  # URLs checked at the same time
+EXPORT_CHUNK = 500  # records read from the database at a time
+DELIMITERS = (",", ";", "\t")
+
+EXPORT_COLUMNS = (
+    "id",
+    "collection",
+    "url",
+    "supplementary_urls",
+    "responsible",
+    "budget",
+    "frequency",
+    "depth",
+    "theme",
+    "keywords",
+    "content_notes",
+    "technical_notes",
+    "active",
+    "status",
+    "status_reason",
+    "url_check",
+    "checked_at",
+    "created_at",
+    "created_by",
+    "modified_at",
+    "modified_by",
+)
+IMPORT_COLUMNS = (
+    "url",
+    "theme",
+    "budget",
+    "frequency",
+    "depth",
+    "responsible",
+    "keywords",
+    "supplementary_urls",
+    "content_notes",
+    "technical_notes",
+    "active",
+)
+REQUIRED_COLUMNS = ("url", "theme")
+# Column -> the Record field it holds (for its verbose name); the others have the same name.
+_FIELD_OF = {"id": "id", "active": "is_active", "url_check": "check_status"}
+_CHOICES = {"budget": Budget, "frequency": Frequency, "depth": Depth}
+# Where a ValidationError of record_propose is shown: its field name -> the column.
+_ERROR_COLUMN = {"is_active": "active", "check_override_reason": "url_check", "__all__": "row"}
+
+_YES = {"yes", "y", "true", "1", "oui", "o", "x"}
+_NO = {"no", "n", "false", "0", "non"}
+
+
+def column_label(key: str) -> str:
+    """What a column is called in the interface (the record field's verbose name)."""
+    if key == "row":
+        return _("line")
+    return str(Record._meta.get_field(_FIELD_OF.get(key, key)).verbose_name)
+
+
+# Export ----------------------------------------------------------------------------------------
+
+_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
+_ESCAPED_FORMULA = re.compile(r"^'+[=+\-@\t\r]")
+
+
+def escape_cell(value: str) -> str:
+    """Make a cell that a spreadsheet would run as a formula read as text (see the module doc)."""
+    return f"'{value}" if _FORMULA.match(value) else value
+
+
+def unescape_cell(value: str) -> str:
+    """Undo :func:`escape_cell`."""
+    return value[1:] if _ESCAPED_FORMULA.match(value) else value
+
+
+def _date(value) -> str:
+    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S") if value else ""
+
+
+def _record_cells(record: Record) -> list[str]:
+    return [
+        str(record.pk),
+        record.collection.name,
+        record.url,
+        " ".join(record.supplementary_url_list),
+        record.responsible.get_username(),
+        record.budget,
+        record.frequency,
+        record.depth,
+        record.theme.name,
+        "; ".join(keyword.name for keyword in record.keywords.all()),
+        record.content_notes,
+        record.technical_notes,
+        "yes" if record.is_active else "no",
+        record.status,
+        record.status_reason,
+        record.check_status,
+        _date(record.checked_at),
+        _date(record.created_at),
+        record.created_by.get_username(),
+        _date(record.modified_at),
+        record.modified_by.get_username(),
+    ]
+
+
+def records_csv_rows(queryset) -> Iterator[list[str]]:
+    """The header, then one row per record, read a chunk at a time so that memory stays flat."""
+    yield list(EXPORT_COLUMNS)
+    records = queryset.select_related(
+        "collection", "responsible", "theme", "created_by", "modified_by"
+    ).prefetch_related("keywords")
+    for record in records.iterator(chunk_size=EXPORT_CHUNK):
+        yield [escape_cell(cell) for cell in _record_cells(record)]
+
+
+class _Echo:
+    """A file whose ``write`` gives back what it was given: csv.writer then returns each line."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def records_csv_stream(queryset, *, rows_per_chunk: int = 100) -> Iterator[str]:
+    """The CSV text of :func:`records_csv_rows`, BOM first, a few rows per chunk, for streaming."""
+    writer = csv.writer(_Echo(), lineterminator="\r\n")
+    chunk = [BOM]
+    for row in records_csv_rows(queryset):
+        chunk.append(writer.writerow(row))
+        if len(chunk) >= rows_per_chunk:
+            yield "".join(chunk)
+            chunk = []
+    if chunk:
+        yield "".join(chunk)
+
+
+# Import: what a preview holds ------------------------------------------------------------------
+
+
+@dataclass
+class ImportRow:
+    """One line of the file: its raw values (by column), what they mean, and what is wrong."""
+
+    line: int
+    values: dict[str, str]
+    errors: dict[str, list[str]] = field(default_factory=dict)  # column (or "row") -> messages
+    cleaned: dict[str, Any] = field(default_factory=dict)  # what record_propose is given
+    check: UrlCheckResult | None = None
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    @property
+    def messages(self) -> list[str]:
+        """Every error of the row once, in column order."""
+        return list(dict.fromkeys(message for messages in self.errors.values() for message in messages))
+
+    def add_error(self, column: str, message: str) -> None:
+        self.errors.setdefault(column, []).append(message)
+
+    def as_dict(self, *, compact: bool = False) -> dict:
+        """Plain JSON types; ``compact`` keeps only what a commit needs (the URL of the values)."""
+        if compact:
+            values = {"url": self.values.get("url", "")}
+            if not self.valid:
+                return {"line": self.line, "values": values, "errors": self.errors}
+            return {"line": self.line, "values": values, "cleaned": self.cleaned, "check": self._check_dict()}
+        return {
+            "line": self.line,
+            "values": self.values,
+            "errors": self.errors,
+            "cleaned": self.cleaned,
+            "check": self._check_dict(),
+        }
+
+    def _check_dict(self) -> dict | None:
+        return self.check.as_dict() if self.check else None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ImportRow:
+        check = data.get("check")
+        return cls(
+            line=data["line"],
+            values=data["values"],
+            errors=data.get("errors", {}),
+            cleaned=data.get("cleaned", {}),
+            check=UrlCheckResult.from_dict(check) if check else None,
+        )
+
+
+@dataclass
+class ImportPreview:
+    """A file read and checked, ready to be imported into a collection; nothing written yet.
+
+    ``errors`` are about the whole file (nothing can be imported); each row has its own.
+    """
+
+    collection_id: int
+    rows: list[ImportRow] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)  # the import columns the file has
+    ignored_columns: list[str] = field(default_factory=list)  # its other columns, as named there
+    delimiter: str = ","
+    filename: str = ""
+
+    @property
+    def valid_rows(self) -> list[ImportRow]:
+        return [row for row in self.rows if row.valid]
+
+    @property
+    def invalid_rows(self) -> list[ImportRow]:
+        return [row for row in self.rows if not row.valid]
+
+    @property
+    def has_errors(self) -> bool:
+        return bool(self.errors or self.invalid_rows)
+
+    def as_dict(self, *, compact: bool = False) -> dict:
+        """Plain JSON types, to keep the preview in the session until it is committed.
+
+        ``compact`` leaves out what only the preview page shows (the rows' other values; the
+        meaning and check of rows with errors): enough for :func:`import_commit` and its report.
+        """
+        return {
+            "collection_id": self.collection_id,
+            "rows": [row.as_dict(compact=compact) for row in self.rows],
+            "errors": self.errors,
+            "columns": self.columns,
+            "ignored_columns": self.ignored_columns,
+            "delimiter": self.delimiter,
+            "filename": self.filename,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ImportPreview:
+        return cls(**{**data, "rows": [ImportRow.from_dict(row) for row in data.get("rows", [])]})
+
+
+@dataclass
+class ImportResult:
+    """What :func:`import_commit` did: the records created, and the rows left out and why."""
+
+    all_or_nothing: bool
+    created: list[Record] = field(default_factory=list)
+    skipped: list[ImportRow] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # why nothing was written, when nothing was
+
+
+# Import: reading the file ----------------------------------------------------------------------
+
+
+class _FileError(Exception):
+    """The whole file is refused; the message says why."""
+
+
+def _decode(content: bytes | str) -> str:
+    if isinstance(content, str):
+        text = content.removeprefix(BOM)
+    else:
+        if len(content) > MAX_BYTES:
+            raise _FileError(
+                _("The file is larger than %(size)d MB; split it into several files.")
+                % {"size": MAX_BYTES // (1024 * 1024)}
+            )
+        try:
+            text = content.decode("utf-8-sig")
+        except UnicodeDecodeError as error:
+            raise _FileError(
+                _(
+                    "The file is not in UTF-8: line %(line)d contains the byte 0x%(byte)02X "
+                    "(byte %(offset)d of the file), which UTF-8 does not allow. "
+                    "Save the file as “CSV UTF-8” and upload it again."
+                )
+                % {
+                    "line": content.count(b"\n", 0, error.start) + 1,
+                    "byte": content[error.start],
+                    "offset": error.start + 1,
+                }
+            ) from error
+    if len(text) > MAX_BYTES:
+        raise _FileError(
+            _("The file is larger than %(size)d MB; split it into several files.")
+            % {"size": MAX_BYTES // (1024 * 1024)}
+        )
+    if "\x00" in text:
+        raise _FileError(_("This is not a CSV file: it contains binary data."))
+    if not text.strip():
+        raise _FileError(_("The file is empty."))
+    return text
+
+
+def _sniff_delimiter(text: str) -> str:
+    """The separator the header line uses most (French Excel writes ``;``)."""
+    header = text.lstrip("\r\n").split("\n", 1)[0]
+    counts = {delimiter: header.count(delimiter) for delimiter in DELIMITERS}
+    best = max(DELIMITERS, key=lambda delimiter: counts[delimiter])
+    return best if counts[best] else ","
+
+
+def _normalise_header(name: str) -> str:
+    return " ".join(re.split(r"[\s_\-]+", name.replace(BOM, "").strip().lower())).strip()
+
+
+def _header_aliases() -> dict[str, str]:
+    """Normalised header -> column: the keys, and the fields' names in English and the current language."""
+    aliases: dict[str, str] = {}
+    for language in ("en", translation.get_language() or "en"):
+        with translation.override(language):
+            for key in EXPORT_COLUMNS:
+                aliases.setdefault(_normalise_header(column_label(key)), key)
+    aliases.update({_normalise_header(key): key for key in EXPORT_COLUMNS})
+    aliases.update(
+        {"is active": "active", "check status": "url_check", "supplementary url": "supplementary_urls"}
+    )
+    return aliases
+
+
+def _read(text: str, delimiter: str) -> tuple[list[str | None], list[str], list[tuple[int, list[str]]]]:
+    """The header's columns (None: ignored), the ignored headers, the non-blank lines and their numbers."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header: list[str] = []
+        for cells in reader:
+            if any(cell.strip() for cell in cells):
+                header = cells
+                break
+        aliases = _header_aliases()
+        keys: list[str | None] = []
+        ignored: list[str] = []
+        for cell in header:
+            key = aliases.get(_normalise_header(cell))
+            if key is not None and key in keys:
+                raise _FileError(
+                    _("The column “%(column)s” appears twice in the header.") % {"column": cell.strip()}
+                )
+            if key not in IMPORT_COLUMNS:
+                key = None
+                if cell.strip():
+                    ignored.append(cell.strip())
+            keys.append(key)
+        missing = [key for key in REQUIRED_COLUMNS if key not in keys]
+        if missing:
+            raise _FileError(
+                _(
+                    "The file has no “%(column)s” column. Its first line must name the columns, "
+                    "for example: %(example)s"
+                )
+                % {"column": missing[0], "example": delimiter.join(IMPORT_COLUMNS[:6]).replace("\t", " ")}
+            )
+        lines: list[tuple[int, list[str]]] = []
+        previous = reader.line_num
+        for cells in reader:
+            start, previous = previous + 1, reader.line_num
+            if not any(cell.strip() for cell in cells):
+                continue
+            if len(lines) >= MAX_ROWS:
+                raise _FileError(
+                    _("The file has more than %(max)s records; split it into files of %(max)s at most.")
+                    % {"max": f"{MAX_ROWS:,}"}
+                )
+            lines.append((start, cells))
+    except csv.Error as error:
+        raise _FileError(
+            _("Line %(line)d cannot be read as CSV (%(error)s).") % {"line": reader.line_num, "error": error}
+        ) from error
+    if not lines:
+        raise _FileError(_("The file has a header line but no records under it."))
+    return keys, ignored, lines
+
+
+# Import: checking each row ---------------------------------------------------------------------
+
+
+def _choice(row: ImportRow, key: str, default: str) -> None:
+    value = row.values.get(key, "").strip()
+    choices = _CHOICES[key]
+    if not value:
+        row.cleaned[key] = default
+        return
+    for code, label in choices.choices:
+        if value.lower() in (code.lower(), str(label).lower()):
+            row.cleaned[key] = code
+            return
+    row.add_error(
+        key,
+        _("“%(value)s” is not a valid %(field)s; the allowed values are: %(allowed)s.")
+        % {"value": value, "field": column_label(key), "allowed": ", ".join(choices.values)},
+    )
+
+
+def _check_url_cell(row: ImportRow) -> None:
+    try:
+        url = normalise_url(row.values.get("url", ""))
+        # The model field's own validators, which record_propose runs too (full_clean).
+        Record._meta.get_field("url").run_validators(url)
+    except InvalidURL as error:
+        row.add_error("url", str(error))
+        return
+    except ValidationError as error:
+        for message in error.messages:
+            row.add_error("url", message)
+        return
+    row.cleaned["url"] = url
+
+
+def _check_theme(row: ImportRow, collection: Collection, themes: dict[str, Theme]) -> None:
+    name = " ".join(row.values.get("theme", "").split())
+    in_use = sorted(theme.name for theme in themes.values() if theme.is_active)
+    listed = ", ".join(in_use) if in_use else _("none (a curator must add one first)")
+    if not name:
+        row.add_error(
+            "theme", _("Enter a theme; the themes of this collection are: %(themes)s.") % {"themes": listed}
+        )
+        return
+    theme = themes.get(name.lower())
+    if theme is None:
+        row.add_error(
+            "theme",
+            _("“%(theme)s” is not a theme of the collection “%(collection)s”; its themes are: %(themes)s.")
+            % {"theme": name, "collection": collection, "themes": listed},
+        )
+    elif not theme.is_active:
+        row.add_error("theme", _("The theme “%(theme)s” is no longer in use.") % {"theme": theme.name})
+    else:
+        row.cleaned["theme"] = theme.pk
+
+
+def _check_supplementary(row: ImportRow) -> None:
+    urls = []
+    for raw in row.values.get("supplementary_urls", "").split():
+        try:
+            urls.append(normalise_url(raw))
+        except InvalidURL as error:
+            row.add_error("supplementary_urls", _("“%(url)s”: %(error)s") % {"url": raw, "error": error})
+    row.cleaned["supplementary_urls"] = "\n".join(dict.fromkeys(urls))
+
+
+def _check_keywords(row: ImportRow) -> None:
+    names = [" ".join(name.split()) for name in row.values.get("keywords", "").split(";")]
+    names = [name for name in names if name]
+    limit = Keyword._meta.get_field("name").max_length
+    if any(len(name) > limit for name in names):
+        row.add_error("keywords", _("A keyword cannot be longer than %(max)d characters.") % {"max": limit})
+    row.cleaned["keywords"] = list(dict.fromkeys(names))
+
+
+def _check_active(row: ImportRow) -> None:
+    value = row.values.get("active", "").strip().lower()
+    if not value or value in _YES or value == _("yes").lower():
+        row.cleaned["is_active"] = True
+    elif value in _NO or value == _("no").lower():
+        row.cleaned["is_active"] = False
+    else:
+        row.add_error(
+            "active",
+            _("“%(value)s” is not yes or no.") % {"value": row.values["active"].strip()},
+        )
+
+
+def _users_by_name(usernames: Iterable[str]) -> dict[str, Any]:
+    """Username -> user, the exact name first, else the only one that differs by case."""
+    User = get_user_model()
+    wanted = set(usernames)
+    found = {user.get_username(): user for user in User.objects.filter(username__in=wanted)}
+    rest = {name.lower() for name in wanted if name not in found}
+    if rest:
+        by_lower: dict[str, list] = {}
+        for user in User.objects.annotate(lname=Lower("username")).filter(lname__in=rest):
+            by_lower.setdefault(user.lname, []).append(user)
+        for name in wanted - found.keys():
+            candidates = by_lower.get(name.lower(), [])
+            if len(candidates) == 1:
+                found[name] = candidates[0]
+    return found
+
+
+def _check_row(row: ImportRow, collection: Collection, themes: dict[str, Theme], users: dict[str, Any]):
+    _check_url_cell(row)
+    _check_theme(row, collection, themes)
+    _choice(row, "budget", collection.default_budget)
+    _choice(row, "frequency", collection.default_frequency)
+    _choice(row, "depth", collection.default_depth)
+    username = row.values.get("responsible", "").strip()
+    if username:
+        user = users.get(username)
+        if user is None:
+            row.add_error("responsible", _("There is no user “%(username)s”.") % {"username": username})
+        else:
+            row.cleaned["responsible"] = user.pk
+    _check_keywords(row)
+    _check_supplementary(row)
+    _check_active(row)
+    row.cleaned["content_notes"] = row.values.get("content_notes", "")
+    row.cleaned["technical_notes"] = row.values.get("technical_notes", "")
+
+
+def _check_compatibility(row: ImportRow, rules: dict) -> None:
+    settings = tuple(row.cleaned.get(key) for key in ("budget", "frequency", "depth"))
+    if None in settings:
+        return
+    if settings not in rules:  # at most 108 combinations: one query each
+        rules[settings] = incompatibility(*settings)
+    rule = rules[settings]
+    if rule is None:
+        return
+    message = _("These settings cannot be combined: %(rule)s.") % {"rule": rule}
+    if rule.reason:
+        message = f"{message} {rule.reason}"
+    for key in ("budget", "frequency", "depth"):
+        if getattr(rule, key):
+            row.add_error(key, message)
+
+
+def _check_duplicates(rows: list[ImportRow], collection: Collection) -> None:
+    keyed = [(row, url_key(row.cleaned["url"])) for row in rows if "url" in row.cleaned]
+    existing: dict[str, int] = {}
+    keys = list({key for _row, key in keyed})
+    for start in range(0, len(keys), 500):
+        existing.update(
+            Record.objects.filter(collection=collection, url_key__in=keys[start : start + 500]).values_list(
+                "url_key", "pk"
+            )
+        )
+    first_line: dict[str, int] = {}
+    for row, key in keyed:
+        if key in existing:
+            row.add_error(
+                "url",
+                _("This URL is already in this collection (record #%(pk)s).") % {"pk": existing[key]},
+            )
+        elif key in first_line:
+            row.add_error(
+                "url", _("This URL is already on line %(line)d of the file.") % {"line": first_line[key]}
+            )
+        else:
+            first_line[key] = row.line
+
+
+def _run_checks(rows: list[ImportRow], checker: Checker) -> None:
+    """Check the rows' URLs online, CHECK_WORKERS at a time; a failed check is an error of the row."""
+    to_check = [row for row in rows if "url" in row.cleaned and "url" not in row.errors]
+    if not to_check:
+        return
+    language = translation.get_language()
+
+    def run(url: str) -> tuple[UrlCheckResult | None, str]:
+        with translation.override(language):
+            try:
+                return checker(url), ""
+            except Exception as error:  # the contract says it never raises: never let one URL break the file
+                return None, str(error) or type(error).__name__
+
+    urls = list(dict.fromkeys(row.cleaned["url"] for row in to_check))
+    with ThreadPoolExecutor(max_workers=min(CHECK_WORKERS, len(urls))) as pool:
+        results = dict(zip(urls, pool.map(run, urls), strict=True))
+    for row in to_check:
+        result, failure = results[row.cleaned["url"]]
+        if result is None:
+            row.add_error("url_check", _("The URL could not be checked: %(error)s") % {"error": failure})
+            continue
+        row.check = result
+        if not result.selectable:
+            row.add_error("url_check", _("This URL cannot be selected: %(why)s") % {"why": result.message})
+
+
+def import_preview(
+    *,
+    user,
+    collection: Collection,
+    content: bytes | str,
+    checker: Checker | None = None,
+    filename: str = "",
+) -> ImportPreview:
+    """Read a CSV file of records for a collection and say, line by line, what would be imported.
+
+    Writes nothing. Raises PermissionDenied when the user may not write in the
+    collection; a file that cannot be read at all comes back with ``errors``.
+    ``checker`` checks one URL (default: ``selection.urlcheck.check_url``).
+    """
+    services.require_record_writable(user, collection)
+    checker = checker or check_url
+    preview = ImportPreview(collection_id=collection.pk, filename=filename)
+    try:
+        text = _decode(content)
+        preview.delimiter = _sniff_delimiter(text)
+        keys, preview.ignored_columns, lines = _read(text, preview.delimiter)
+    except _FileError as error:
+        preview.errors.append(str(error))
+        return preview
+    preview.columns = [key for key in IMPORT_COLUMNS if key in keys]
+
+    for line, cells in lines:
+        values = {key: unescape_cell(cell) for key, cell in zip(keys, cells, strict=False) if key is not None}
+        row = ImportRow(line=line, values=values)
+        if any(cell.strip() for cell in cells[len(keys) :]):
+            row.add_error("row", _("This line has more cells than the header has columns."))
+        preview.rows.append(row)
+
+    themes = {" ".join(theme.name.split()).lower(): theme for theme in collection.themes.all()}
+    users = _users_by_name({row.values.get("responsible", "").strip() for row in preview.rows} - {""})
+    rules: dict = {}
+    for row in preview.rows:
+        _check_row(row, collection, themes, users)
+        _check_compatibility(row, rules)
+    _check_duplicates(preview.rows, collection)
+    _run_checks(preview.rows, checker)
+    return preview
+
+
+# Import: writing -------------------------------------------------------------------------------
+
+
+class _RollBack(Exception):
+    pass
+
+
+def _errors_of(error: ValidationError | PermissionDenied) -> dict[str, list[str]]:
+    if isinstance(error, PermissionDenied):
+        return {"row": [str(error)]}
+    if hasattr(error, "error_dict"):
+        return {_ERROR_COLUMN.get(name, name): messages for name, messages in error.message_dict.items()}
+    return {"row": error.messages}
+
+
+def import_commit(
+    *, user, collection: Collection, preview: ImportPreview, all_or_nothing: bool
+) -> ImportResult:
+    """Create the records of a preview, in one transaction.
+
+    ``all_or_nothing``: every row is written, or none when one of them has an
+    error (at the preview, or now: someone may have added the same URL since).
+    Otherwise the valid rows are written and the others reported in ``skipped``.
+    The URLs are not checked again: each record gets its row's check result.
+    """
+    services.require_record_writable(user, collection)
+    result = ImportResult(all_or_nothing=all_or_nothing)
+    if preview.collection_id != collection.pk:
+        result.errors.append(_("This preview was made for another collection; upload the file again."))
+        return result
+    if preview.errors:
+        result.errors.extend(preview.errors)
+        return result
+    result.skipped = preview.invalid_rows
+    if all_or_nothing and result.skipped:
+        result.errors.append(_nothing_written(len(result.skipped)))
+        return result
+
+    rows = preview.valid_rows
+    themes = {theme.pk: theme for theme in Theme.objects.filter(collection=collection)}
+    users = get_user_model().objects.in_bulk(
+        {row.cleaned["responsible"] for row in rows if row.cleaned.get("responsible")}
+    )
+    failed: list[ImportRow] = []
+    try:
+        with transaction.atomic():
+            for row in rows:
+                try:
+                    result.created.append(_create(user, collection, row, themes, users))
+                except (ValidationError, PermissionDenied) as error:
+                    failed.append(dataclasses.replace(row, errors=_errors_of(error)))
+            if all_or_nothing and failed:
+                raise _RollBack
+    except _RollBack:
+        result.created = []
+        result.errors.append(_nothing_written(len(failed)))
+    result.skipped = sorted([*result.skipped, *failed], key=lambda row: row.line)
+    return result
+
+
+def _nothing_written(count: int) -> str:
+    return translation.ngettext(
+        "Nothing was imported: %(count)d row has an error.",
+        "Nothing was imported: %(count)d rows have errors.",
+        count,
+    ) % {"count": count}
+
+
+def _create(user, collection: Collection, row: ImportRow, themes: dict, users: dict) -> Record:
+    cleaned = row.cleaned
+    theme = themes.get(cleaned.get("theme"))
+    if theme is None:
+        raise ValidationError({"theme": _("This theme no longer exists.")})
+    responsible = None
+    if cleaned.get("responsible"):
+        responsible = users.get(cleaned["responsible"])
+        if responsible is None:
+            raise ValidationError({"responsible": _("This user no longer exists.")})
+    stored = row.check
+
+    def checker(url: str) -> UrlCheckResult:
+        return stored if stored is not None else check_url(url)
+
+    return services.record_propose(
+        user=user,
+        collection=collection,
+        url=cleaned["url"],
+        theme=theme,
+        budget=cleaned["budget"],
+        frequency=cleaned["frequency"],
+        depth=cleaned["depth"],
+        responsible=responsible,
+        keywords=cleaned.get("keywords", []),
+        supplementary_urls=cleaned.get("supplementary_urls", ""),
+        content_notes=cleaned.get("content_notes", ""),
+        technical_notes=cleaned.get("technical_notes", ""),
+        is_active=cleaned.get("is_active", True),
+        checker=checker,
+    )

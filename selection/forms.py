@@ -1,0 +1,201 @@
+"""Forms of the selection pages. They parse input; the services decide."""
+
+from django import forms
+from django.contrib.auth import get_user_model
+from django.utils.translation import gettext_lazy as _
+
+from selection.choices import Budget, CollectionKind, Depth, Frequency, RecordStatus
+from selection.models import Collection, CompatibilityRule, Theme
+from webarchive.forms import BootstrapMixin
+
+
+def split_keywords(text: str) -> list[str]:
+    """Keywords typed as ``a; b, c`` → ``["a", "b", "c"]``."""
+    return [part.strip() for part in text.replace(",", ";").split(";") if part.strip()]
+
+
+class UserChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, user):
+        name = user.get_full_name()
+        return f"{name} ({user.username})" if name else user.username
+
+
+def active_users():
+    return get_user_model().objects.filter(is_active=True).order_by("last_name", "first_name", "username")
+
+
+class UrlEntryForm(BootstrapMixin, forms.Form):
+    """Stage 1 of a proposal: the URL and the collection it goes into."""
+
+    collection = forms.ModelChoiceField(queryset=Collection.objects.none(), label=_("Collection"))
+    url = forms.CharField(label=_("URL"), max_length=2100, widget=forms.TextInput(attrs={"autofocus": True}))
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["collection"].queryset = Collection.objects.writable_by(user).filter(is_active=True)
+
+
+class RecordForm(BootstrapMixin, forms.Form):
+    """Stage 2 of a proposal, and the edit form of a record."""
+
+    url = forms.CharField(label=_("URL"), max_length=2100)
+    supplementary_urls = forms.CharField(
+        label=_("Supplementary URLs"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("One URL per line: a sitemap, a feed, an index page."),
+    )
+    responsible = UserChoiceField(queryset=active_users(), label=_("Responsible librarian"))
+    budget = forms.ChoiceField(choices=Budget.choices, label=_("Budget"))
+    frequency = forms.ChoiceField(choices=Frequency.choices, label=_("Frequency"))
+    depth = forms.ChoiceField(choices=Depth.choices, label=_("Depth"))
+    theme = forms.ModelChoiceField(queryset=Theme.objects.none(), label=_("Theme"))
+    keywords = forms.CharField(
+        label=_("Keywords"),
+        required=False,
+        help_text=_("Separated by semicolons or commas."),
+        max_length=2000,
+    )
+    content_notes = forms.CharField(
+        label=_("Content notes"), required=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    technical_notes = forms.CharField(
+        label=_("Technical notes"), required=False, widget=forms.Textarea(attrs={"rows": 3})
+    )
+    is_active = forms.BooleanField(label=_("Active"), required=False, initial=True)
+    check_override_reason = forms.CharField(
+        label=_("Why select this URL although its check failed (curators)"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+    )
+    version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    check_token = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args, collection: Collection, budget_ranges=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["theme"].queryset = collection.themes.filter(is_active=True)
+        if budget_ranges:
+            self.fields["budget"].choices = [
+                (value, f"{label} ({budget_ranges[value]})") for value, label in Budget.choices
+            ]
+
+    def clean_keywords(self):
+        return split_keywords(self.cleaned_data["keywords"])
+
+
+class RecordStatusForm(BootstrapMixin, forms.Form):
+    status = forms.ChoiceField(choices=RecordStatus.choices, label=_("Status"))
+    reason = forms.CharField(
+        label=_("Reason"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text=_("Required to reject a record."),
+    )
+    version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+
+
+class RecordTransferForm(BootstrapMixin, forms.Form):
+    collection = forms.ModelChoiceField(queryset=Collection.objects.none(), label=_("To the collection"))
+    theme = forms.ModelChoiceField(
+        queryset=Theme.objects.filter(is_active=True).select_related("collection"),
+        label=_("Theme in that collection"),
+    )
+    version = forms.IntegerField(widget=forms.HiddenInput, required=False)
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["collection"].queryset = Collection.objects.writable_by(user).filter(is_active=True)
+        self.fields["theme"].label_from_instance = lambda theme: f"{theme.collection} — {theme.name}"
+
+
+class BulkEditForm(BootstrapMixin, forms.Form):
+    """The changes to make to every selected record; empty fields are left as they are."""
+
+    responsible = UserChoiceField(queryset=active_users(), required=False, label=_("Responsible librarian"))
+    collection = forms.ModelChoiceField(
+        queryset=Collection.objects.none(), required=False, label=_("Move to the collection")
+    )
+    theme = forms.ModelChoiceField(
+        queryset=Theme.objects.filter(is_active=True).select_related("collection"),
+        required=False,
+        label=_("Theme"),
+    )
+    add_keywords = forms.CharField(label=_("Add keywords"), required=False, max_length=2000)
+    remove_keywords = forms.CharField(label=_("Remove keywords"), required=False, max_length=2000)
+    budget = forms.ChoiceField(choices=[("", "—"), *Budget.choices], required=False, label=_("Budget"))
+    frequency = forms.ChoiceField(
+        choices=[("", "—"), *Frequency.choices], required=False, label=_("Frequency")
+    )
+    depth = forms.ChoiceField(choices=[("", "—"), *Depth.choices], required=False, label=_("Depth"))
+    is_active = forms.TypedChoiceField(
+        choices=[("", "—"), ("true", _("Active")), ("false", _("Inactive"))],
+        coerce=lambda value: value == "true",
+        empty_value=None,
+        required=False,
+        label=_("Active"),
+    )
+    status = forms.ChoiceField(
+        choices=[("", "—"), *RecordStatus.choices], required=False, label=_("Status (curators)")
+    )
+    status_reason = forms.CharField(label=_("Reason for the status"), required=False)
+
+    def __init__(self, *args, user, may_validate: bool, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["collection"].queryset = Collection.objects.writable_by(user).filter(is_active=True)
+        self.fields["theme"].label_from_instance = lambda theme: f"{theme.collection} — {theme.name}"
+        if not may_validate:
+            del self.fields["status"]
+            del self.fields["status_reason"]
+
+    def clean_add_keywords(self):
+        return split_keywords(self.cleaned_data["add_keywords"])
+
+    def clean_remove_keywords(self):
+        return split_keywords(self.cleaned_data["remove_keywords"])
+
+
+class SavedSearchForm(BootstrapMixin, forms.Form):
+    name = forms.CharField(label=_("Name of the search"), max_length=100)
+    query = forms.CharField(widget=forms.HiddenInput, required=False, max_length=2000)
+
+
+class CompatibilityRuleForm(BootstrapMixin, forms.ModelForm):
+    class Meta:
+        model = CompatibilityRule
+        fields = ["budget", "frequency", "depth", "reason"]
+        help_texts = {
+            "budget": _("Empty: any budget."),
+            "frequency": _("Empty: any frequency."),
+            "depth": _("Empty: any depth."),
+        }
+
+
+class CollectionForm(BootstrapMixin, forms.ModelForm):
+    members = forms.ModelMultipleChoiceField(
+        queryset=active_users(),
+        required=False,
+        label=_("Members"),
+        widget=forms.SelectMultiple(attrs={"size": 8}),
+        help_text=_("Librarians who may propose and edit records in this collection."),
+    )
+
+    class Meta:
+        model = Collection
+        fields = [
+            "name",
+            "kind",
+            "description",
+            "is_active",
+            "default_budget",
+            "default_frequency",
+            "default_depth",
+            "members",
+        ]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 3}),
+            "kind": forms.Select(choices=CollectionKind.choices),
+        }
+
+
+class ThemeForm(BootstrapMixin, forms.Form):
+    name = forms.CharField(label=_("New theme"), max_length=200)

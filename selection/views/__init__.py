@@ -1,0 +1,1 @@
+"""Selection pages, one module per subject; selection/urls.py gathers their URLs."""

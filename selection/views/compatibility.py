@@ -1,0 +1,75 @@
+"""The compatibility of technical settings: which combinations cannot be used, editable by curators."""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.generic import View
+
+from selection import services
+from selection.choices import Budget, Depth, Frequency
+from selection.forms import CompatibilityRuleForm
+from selection.models import CompatibilityRule
+from selection.selectors import budget_ranges, compatibility_matrix
+from webarchive.permissions import ADD, DELETE, VIEW, Area, can
+from webarchive.views import AreaRequiredMixin, ServiceFormView
+
+
+class CompatibilityView(ServiceFormView):
+    """The matrix: for each budget and frequency, which depths may be used; and the rules behind it."""
+
+    area = Area.SELECTION
+    template_name = "selection/compatibility.html"
+    form_class = CompatibilityRuleForm
+    title = gettext_lazy("Compatible settings")
+    submit_label = gettext_lazy("Forbid this combination")
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and not can(request.user, VIEW, CompatibilityRule):
+            raise PermissionDenied
+        return super().dispatch(request, *args, **kwargs)
+
+    def post(self, request, *args, **kwargs):
+        if not can(request.user, ADD, CompatibilityRule):
+            raise PermissionDenied(_("Only curators may change the compatibility of settings."))
+        return super().post(request, *args, **kwargs)
+
+    def perform(self, form):
+        rule = services.compatibility_rule_create(user=self.request.user, **form.cleaned_data)
+        messages.success(self.request, _("“%(rule)s” can no longer be used.") % {"rule": rule})
+        return self.request.path
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        forbidden = set(compatibility_matrix()["forbidden"])
+        ranges = budget_ranges()
+        context.update(
+            {
+                "depths": Depth.choices,
+                "rows": [
+                    (
+                        f"{Budget(b).label} ({ranges[b]})",
+                        Frequency(f).label,
+                        [f"{b}|{f}|{d}" not in forbidden for d in Depth.values],
+                    )
+                    for b in Budget.values
+                    for f in Frequency.values
+                ],
+                "rules": CompatibilityRule.objects.all(),
+                "may_edit": can(self.request.user, ADD, CompatibilityRule),
+            }
+        )
+        return context
+
+
+class CompatibilityRuleDeleteView(AreaRequiredMixin, View):
+    area = Area.SELECTION
+
+    def post(self, request, pk):
+        if not can(request.user, DELETE, CompatibilityRule):
+            raise PermissionDenied(_("Only curators may change the compatibility of settings."))
+        rule = get_object_or_404(CompatibilityRule, pk=pk)
+        services.compatibility_rule_delete(user=request.user, rule=rule)
+        messages.success(request, _("“%(rule)s” may be used again.") % {"rule": rule})
+        return redirect("selection:compatibility")

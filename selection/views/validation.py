@@ -1,0 +1,61 @@
+"""The curators' validation queue: proposed records across collections, one by one or in bulk."""
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.shortcuts import redirect
+from django.utils.translation import gettext as _
+from django.views.generic import View
+
+from selection import services
+from selection.choices import RecordStatus
+from selection.filtersets import RecordFilterSet
+from selection.models import Record
+from webarchive.permissions import VALIDATE, Area, can
+from webarchive.views import AreaRequiredMixin, ObjectListView
+
+
+class CuratorMixin:
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and not can(request.user, VALIDATE, Record):
+            raise PermissionDenied(_("Only curators may validate or reject records."))
+        return super().dispatch(request, *args, **kwargs)
+
+
+class ValidationQueueView(CuratorMixin, ObjectListView):
+    area = Area.SELECTION
+    queryset = Record.objects.filter(status=RecordStatus.PROPOSED).select_related(
+        "collection", "responsible", "theme"
+    )
+    filterset_class = RecordFilterSet
+    template_name = "selection/validation_queue.html"
+    columns = ["url", "collection", "responsible", "budget", "frequency", "depth", "check_status"]
+    ordering = ["created_at", "pk"]
+
+
+class ValidationDecisionView(CuratorMixin, AreaRequiredMixin, View):
+    """POST: validate or reject the selected records, all of them or none."""
+
+    area = Area.SELECTION
+
+    def post(self, request):
+        ids = request.POST.getlist("records")
+        decision = request.POST.get("decision")
+        reason = request.POST.get("reason", "")
+        if decision not in (RecordStatus.VALIDATED, RecordStatus.REJECTED):
+            messages.error(request, _("Choose to validate or to reject."))
+        elif not ids:
+            messages.error(request, _("Select at least one record."))
+        else:
+            records = Record.objects.filter(pk__in=[i for i in ids if i.isdigit()]).order_by("pk")
+            try:
+                count = services.records_set_status(
+                    records=records, user=request.user, status=decision, reason=reason
+                )
+            except ValidationError as error:
+                for message in error.messages:
+                    messages.error(request, message)
+                messages.error(request, _("Nothing was changed."))
+            else:
+                label = RecordStatus(decision).label.lower()
+                messages.success(request, _("%(n)d record(s) %(what)s.") % {"n": count, "what": label})
+        return redirect(request.POST.get("next") or "selection:validation_queue")
