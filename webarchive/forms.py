@@ -8,7 +8,7 @@ class BootstrapMixin:
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name, field in self.fields.items():
+        for field in self.fields.values():
             widget = field.widget
             if isinstance(widget, forms.CheckboxInput | forms.CheckboxSelectMultiple | forms.RadioSelect):
                 css = "form-check-input"
@@ -16,11 +16,11 @@ class BootstrapMixin:
                 css = "form-select"
             else:
                 css = "form-control"
-            if self.is_bound and name in self.errors:
-                css += " is-invalid"
             widget.attrs["class"] = f"{widget.attrs.get('class', '')} {css}".strip()
 
     def full_clean(self):
+        # Marked here, not in __init__: reading self.errors there would validate the
+        # form before a subclass's __init__ has set its querysets.
         super().full_clean()
         for name in self.errors:
             if name in self.fields:

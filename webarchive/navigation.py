@@ -52,8 +52,21 @@ def pages_for(user, area: Area) -> list[dict]:
     ]
 
 
+def saved_searches_for(user, area: Area) -> list[dict]:
+    """The user's saved record searches, listed under Selection."""
+    if area != Area.SELECTION:
+        return []
+    return [{"label": search.name, "url": search.get_absolute_url()} for search in user.saved_searches.all()]
+
+
 def menu_for(user) -> list[dict]:
     return [
-        {"area": area, "label": area.label, "url": area_url(area), "pages": pages_for(user, area)}
+        {
+            "area": area,
+            "label": area.label,
+            "url": area_url(area),
+            "pages": pages_for(user, area),
+            "searches": saved_searches_for(user, area),
+        }
         for area in areas_for(user)
     ]

@@ -16,7 +16,7 @@ from rest_framework.authtoken.models import Token
 
 from webarchive import home
 from webarchive.history import history_entries
-from webarchive.navigation import pages_for
+from webarchive.navigation import pages_for, saved_searches_for
 from webarchive.permissions import VIEW, Area, can, can_enter, restrict
 
 
@@ -181,7 +181,13 @@ class AreaView(AreaRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         area = self.get_area()
-        context.update({"area": area, "pages": pages_for(self.request.user, area)})
+        context.update(
+            {
+                "area": area,
+                "pages": pages_for(self.request.user, area),
+                "searches": saved_searches_for(self.request.user, area),
+            }
+        )
         return context
 
 

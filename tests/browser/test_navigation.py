@@ -88,7 +88,7 @@ def log_in(page, username: str, password: str) -> None:
 
 def nav_links(page) -> list[tuple[str, str]]:
     """(data-area, visible label) of each link of the navigation bar, in order."""
-    links = page.locator("#main-nav a").evaluate_all(
+    links = page.locator("#main-nav a[data-area]").evaluate_all(
         "links => links.map(a => [a.dataset.area ?? null, a.textContent.trim()])"
     )
     return [tuple(link) for link in links]
@@ -222,3 +222,20 @@ def assert_styles_and_scripts_loaded(page) -> None:
     background = page.locator("nav.navbar").evaluate("nav => getComputedStyle(nav).backgroundColor")
     assert background == "rgb(33, 37, 41)", f"navigation bar background {background}: Bootstrap CSS missing?"
     assert page.evaluate("() => typeof window.bootstrap === 'object' && typeof window.htmx === 'object'")
+
+
+def test_the_area_menu_lists_its_pages_and_saved_searches(page, live_server, demo_data):
+    """With JavaScript on, the toggle beside Selection opens its pages and the user's saved searches."""
+    from selection.services import saved_search_create
+
+    saved_search_create(
+        user=get_user_model().objects.get(username="librarian"), name="Mine", query="responsible=me"
+    )
+    page.goto("/login/")
+    log_in(page, "librarian", demo_password("librarian"))
+    page.get_by_role("button", name="Selection menu").click()
+    menu = page.locator("#main-nav .dropdown-menu.show")
+    assert menu.get_by_role("link", name="Records").is_visible()
+    menu.get_by_role("link", name="Mine").click()
+    assert path_of(page.url) == "/selection/records/"
+    assert "responsible=me" in page.url

@@ -1,0 +1,330 @@
+"""The selection pages through HTTP: what a librarian and a curator do in a browser, without one.
+
+URL checks go to the local test website (127.0.0.1), so private addresses are allowed here.
+"""
+
+import pytest
+from django.urls import reverse
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from selection.choices import CheckStatus, RecordStatus
+from selection.models import CompatibilityRule, Record, SavedSearch
+from selection.services import record_update
+from tests.factories import CollectionFactory, RecordFactory, ThemeFactory, UserFactory
+from webarchive.permissions import Role
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _local_checks(settings):
+    settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES = True
+    settings.SELECTION_URL_CHECK_TIMEOUT = 2
+
+
+@pytest.fixture
+def librarian():
+    return UserFactory(username="louise", roles=[Role.LIBRARIAN])
+
+
+@pytest.fixture
+def curator():
+    return UserFactory(username="camille", roles=[Role.CURATOR])
+
+
+@pytest.fixture
+def collection(librarian):
+    return CollectionFactory(name="News", members=[librarian])
+
+
+@pytest.fixture
+def theme(collection):
+    return ThemeFactory(collection=collection, name="Press")
+
+
+def stage1(client, collection, url):
+    return client.post(
+        reverse("selection:record_propose"), {"entry-collection": collection.pk, "entry-url": url}
+    )
+
+
+def stage2(client, collection, first_page, **fields):
+    form = first_page.context["form"]
+    data = {f"record-{name}": value for name, value in form.initial.items() if value is not None}
+    data.update({f"record-{name}": value for name, value in fields.items()})
+    data.update({"entry-collection": collection.pk, "entry-url": form.initial["url"]})
+    data.setdefault("record-is_active", "on")
+    return client.post(reverse("selection:record_propose"), data)
+
+
+# Proposing ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.smoke
+def test_the_two_stage_proposal(client, librarian, collection, theme, testsite):
+    client.force_login(librarian)
+    page = stage1(client, collection, testsite.url("/ok"))
+    assert page.status_code == 200
+    assert page.context["check"].status == CheckStatus.OK
+    assert 'id="record-form"' in page.content.decode()
+    assert not Record.objects.exists()  # stage 1 writes nothing
+    saved = stage2(client, collection, page, theme=theme.pk, keywords="Press; Europe", content_notes="Daily")
+    record = Record.objects.get()
+    assert saved.status_code == 302 and saved["Location"] == record.get_absolute_url()
+    assert (record.url, record.check_status, record.responsible) == (
+        testsite.url("/ok"),
+        CheckStatus.OK,
+        librarian,
+    )
+    assert sorted(k.name for k in record.keywords.all()) == ["Europe", "Press"]
+    assert record.history.count() >= 1
+
+
+def test_a_redirect_is_shown_hop_by_hop_with_the_final_url_to_choose(client, librarian, collection, testsite):
+    client.force_login(librarian)
+    page = stage1(client, collection, testsite.url("/redirect/2"))
+    html = page.content.decode()
+    assert page.context["check"].status == CheckStatus.REDIRECT
+    assert html.count("— 301") == 2 and "— 200" in html
+    assert f"Use the final URL instead: {testsite.url('/ok')}" in html
+
+
+def test_an_invalid_url_cannot_be_selected_by_a_librarian(client, librarian, collection, theme, testsite):
+    client.force_login(librarian)
+    page = stage1(client, collection, testsite.url("/not-found"))
+    html = page.content.decode()
+    assert "The server answered 404 Not Found." in html
+    assert 'id="record-form"' not in html
+    # Posting stage 2 anyway is refused by the server, not only hidden by the page.
+    forced = stage2(client, collection, page, theme=theme.pk)
+    assert forced.status_code == 200
+    assert "This URL cannot be selected: The server answered 404 Not Found." in forced.content.decode()
+    assert not Record.objects.exists()
+
+
+def test_a_forged_check_is_not_believed(client, librarian, collection, theme, testsite):
+    client.force_login(librarian)
+    page = stage1(client, collection, testsite.url("/ok"))
+    # Same form, another URL, the token of the good one: the server checks the new URL itself.
+    forged = stage2(client, collection, page, theme=theme.pk, url=testsite.url("/error"))
+    assert "The server answered 500 Internal Server Error." in forged.content.decode()
+    assert not Record.objects.exists()
+    tampered = stage2(
+        client, collection, page, theme=theme.pk, url=testsite.url("/not-found"), check_token="x:y"
+    )
+    assert "404 Not Found" in tampered.content.decode()
+    assert not Record.objects.exists()
+
+
+def test_duplicates_are_shown_and_the_same_url_is_refused_in_the_same_collection(
+    client, librarian, collection, theme, testsite
+):
+    existing = RecordFactory(collection=collection, theme=theme, url=testsite.url("/ok"))
+    other_collection = CollectionFactory(members=[librarian])
+    client.force_login(librarian)
+    page = stage1(client, collection, testsite.url("/ok"))
+    assert "This URL is already in this collection." in page.content.decode()
+    refused = stage2(client, collection, page, theme=theme.pk)
+    assert f"already in this collection (record #{existing.pk})" in refused.content.decode()
+    elsewhere = stage1(client, other_collection, testsite.url("/ok"))
+    assert "This URL is already in another collection." in elsewhere.content.decode()
+    similar = stage1(client, collection, testsite.url("/redirect-302"))
+    assert "Similar URLs are already selected." in similar.content.decode()
+    assert Record.objects.count() == 1
+
+
+def test_a_librarian_proposes_only_into_their_collections(client, librarian, testsite):
+    other = CollectionFactory(name="Sport")
+    client.force_login(librarian)
+    page = stage1(client, other, testsite.url("/ok"))
+    assert "Select a valid choice" in page.content.decode()  # "Sport" is not offered
+    assert not Record.objects.exists()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(url=st.one_of(st.text(max_size=300), st.from_regex(r"[a-z]{0,8}:?/{0,3}[^\s]{0,40}", fullmatch=True)))
+def test_whatever_is_typed_as_a_url_never_breaks_the_page_nor_writes(
+    client, librarian, collection, theme, url
+):
+    client.force_login(librarian)
+    page = stage1(client, collection, url)
+    assert page.status_code == 200
+    api = client.post(reverse("api:record-check-url"), {"url": url}, content_type="application/json")
+    assert api.status_code in (200, 400)
+    created = client.post(
+        reverse("api:record-list"),
+        {"collection": collection.pk, "theme": theme.pk, "url": url},
+        content_type="application/json",
+    )
+    assert created.status_code == 400
+    assert not Record.objects.exists()
+
+
+# Editing -----------------------------------------------------------------------------------------
+
+
+def edit_data(record, **changes):
+    data = {
+        "url": record.url,
+        "responsible": record.responsible_id,
+        "budget": record.budget,
+        "frequency": record.frequency,
+        "depth": record.depth,
+        "theme": record.theme_id,
+        "version": record.version,
+        "is_active": "on",
+    }
+    data.update(changes)
+    return data
+
+
+def test_a_member_edits_and_the_second_of_two_editors_is_told_what_changed(
+    client, librarian, collection, theme
+):
+    record = RecordFactory(collection=collection, theme=theme, url="http://site.example.org/")
+    client.force_login(librarian)
+    url = reverse("selection:record_edit", kwargs={"pk": record.pk})
+    assert client.get(url).status_code == 200
+    form_version = record.version
+    # Meanwhile, a curator saves the same record.
+    record_update(
+        record=Record.objects.get(pk=record.pk),
+        user=UserFactory(username="camille", roles=[Role.CURATOR]),
+        expected_version=form_version,
+        content_notes="Checked by phone",
+    )
+    response = client.post(url, edit_data(record, content_notes="Mine", version=form_version))
+    assert response.status_code == 200
+    assert "content notes changed to “Checked by phone” by camille" in response.content.decode()
+    assert Record.objects.get(pk=record.pk).content_notes == "Checked by phone"
+
+
+def test_incompatible_settings_are_refused_at_their_fields(client, librarian, collection, theme):
+    record = RecordFactory(collection=collection, theme=theme)
+    client.force_login(librarian)
+    response = client.post(
+        reverse("selection:record_edit", kwargs={"pk": record.pk}),
+        edit_data(record, budget="large", frequency="daily"),
+    )
+    form = response.context["form"]
+    assert form.errors["budget"][0].startswith("These settings cannot be combined: Large + Daily + any.")
+    assert "frequency" in form.errors
+    assert Record.objects.get(pk=record.pk).budget == record.budget
+
+
+def test_the_edit_form_shows_the_forbidden_combinations(client, librarian, collection, theme):
+    record = RecordFactory(collection=collection, theme=theme)
+    client.force_login(librarian)
+    html = client.get(reverse("selection:record_edit", kwargs={"pk": record.pk})).content.decode()
+    assert 'id="compat-matrix"' in html and "large|daily|page" in html
+    assert "Large + Daily + any" in html  # listed for readers without JavaScript
+
+
+# Curators ----------------------------------------------------------------------------------------
+
+
+def test_the_validation_queue_validates_and_rejects_in_bulk(client, curator, collection, theme):
+    first, second = (RecordFactory(collection=collection, theme=theme) for _ in range(2))
+    client.force_login(curator)
+    queue = client.get(reverse("selection:validation_queue"))
+    assert {obj.pk for obj, _values in queue.context["rows"]} == {first.pk, second.pk}
+    decide = reverse("selection:validation_decide")
+    response = client.post(decide, {"records": [first.pk, second.pk], "decision": "rejected"}, follow=True)
+    assert "Nothing was changed." in response.content.decode()
+    assert set(Record.objects.values_list("status", flat=True)) == {RecordStatus.PROPOSED}
+    client.post(decide, {"records": [first.pk], "decision": "validated"})
+    client.post(decide, {"records": [second.pk], "decision": "rejected", "reason": "Out of scope"})
+    assert Record.objects.get(pk=first.pk).status == RecordStatus.VALIDATED
+    assert Record.objects.get(pk=second.pk).status_reason == "Out of scope"
+    assert not client.get(reverse("selection:validation_queue")).context["rows"]
+
+
+def test_a_curator_edits_the_compatibility_matrix(client, curator, librarian):
+    client.force_login(curator)
+    response = client.post(
+        reverse("selection:compatibility"), {"budget": "small", "depth": "domain", "reason": "x"}
+    )
+    assert response.status_code == 302
+    rule = CompatibilityRule.objects.get(budget="small", depth="domain")
+    page = client.get(reverse("selection:compatibility"))
+    assert "Small" in page.content.decode() and "table-danger" in page.content.decode()
+    bad = client.post(reverse("selection:compatibility"), {"budget": "huge"})
+    assert "Select a valid choice" in bad.content.decode()
+    client.force_login(librarian)
+    assert client.post(reverse("selection:compatibility"), {"budget": "large"}).status_code == 403
+    assert (
+        client.post(reverse("selection:compatibility_rule_delete", kwargs={"pk": rule.pk})).status_code == 403
+    )
+    assert CompatibilityRule.objects.filter(pk=rule.pk).exists()
+
+
+def test_a_curator_creates_a_collection_with_themes(client, curator, librarian):
+    client.force_login(curator)
+    response = client.post(
+        reverse("selection:collection_create"),
+        {
+            "name": "Sport",
+            "kind": "department",
+            "default_budget": "small",
+            "default_frequency": "monthly",
+            "default_depth": "host",
+            "members": [librarian.pk],
+            "is_active": "on",
+        },
+    )
+    collection = librarian.collections.get(name="Sport")
+    assert response["Location"] == collection.get_absolute_url()
+    client.post(reverse("selection:theme_create", kwargs={"pk": collection.pk}), {"name": "Football"})
+    duplicate = client.post(
+        reverse("selection:theme_create", kwargs={"pk": collection.pk}), {"name": "FOOTBALL"}
+    )
+    assert "This collection already has this theme." in duplicate.content.decode()
+    assert [t.name for t in collection.themes.all()] == ["Football"]
+
+
+# Bulk edit, saved searches -----------------------------------------------------------------------
+
+
+def test_bulk_edit_from_the_list(client, librarian, collection, theme):
+    records = [RecordFactory(collection=collection, theme=theme, responsible=librarian) for _ in range(3)]
+    paul = UserFactory(username="paul", roles=[Role.LIBRARIAN])
+    client.force_login(librarian)
+    url = reverse("selection:record_bulk_edit")
+    form = client.post(url, {"scope": "all", "query": "responsible=me"})
+    assert form.context["count"] == 3
+    done = client.post(
+        url, {"scope": "all", "query": "responsible=me", "apply": "1", "responsible": paul.pk}, follow=True
+    )
+    assert "3 record(s) checked; changes made — responsible: 3." in done.content.decode()
+    assert set(Record.objects.values_list("responsible__username", flat=True)) == {"paul"}
+    outside = RecordFactory()
+    refused = client.post(
+        url,
+        {"scope": "selected", "records": [records[0].pk, outside.pk], "apply": "1", "depth": "page"},
+    )
+    assert "You are not a member" in refused.content.decode()
+    assert not Record.objects.filter(depth="page").exists()
+
+
+def test_a_saved_search_is_kept_and_listed(client, librarian):
+    client.force_login(librarian)
+    response = client.post(
+        reverse("selection:saved_search_create"), {"name": "Mine", "query": "responsible=me"}
+    )
+    assert response["Location"] == f"{reverse('selection:record_list')}?responsible=me"
+    assert "Mine" in client.get(reverse("home")).content.decode()  # in the navigation menu
+    again = client.post(reverse("selection:saved_search_create"), {"name": "mine", "query": ""}, follow=True)
+    assert "You already have a saved search with this name." in again.content.decode()
+    assert SavedSearch.objects.filter(user=librarian).count() == 1
+
+
+def test_manager_reads_but_cannot_write(client, collection, theme):
+    manager = UserFactory(roles=[Role.MANAGER])
+    collection.members.add(manager)
+    record = RecordFactory(collection=collection, theme=theme)
+    client.force_login(manager)
+    assert client.get(reverse("selection:record_detail", kwargs={"pk": record.pk})).status_code == 200
+    assert client.get(reverse("selection:record_edit", kwargs={"pk": record.pk})).status_code == 403
+    assert client.get(reverse("selection:record_propose")).status_code == 403
+    assert client.post(reverse("selection:record_bulk_edit"), {"scope": "all"}).status_code == 403
