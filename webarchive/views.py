@@ -30,9 +30,16 @@ def display_value(obj, name: str):
 
 
 class AreaRequiredMixin(AccessMixin):
-    """Opens a view to the roles of its ``area``; anyone else gets 403."""
+    """Opens a view to the roles of its ``area``; anyone else gets 403.
+
+    ``model_permission = (action, Model)`` narrows it further to the roles that
+    may do that action on that model, with ``permission_denied_message`` as the
+    reason given.
+    """
 
     area: Area | None = None
+    model_permission: tuple[str, type] | None = None
+    permission_denied_message = _("Your role does not allow this.")
 
     def dispatch(self, request, *args, **kwargs):
         if not request.user.is_authenticated:
@@ -42,6 +49,8 @@ class AreaRequiredMixin(AccessMixin):
             raise ImproperlyConfigured(f"{type(self).__name__} must declare an area.")
         if not can_enter(request.user, area):
             raise PermissionDenied(_("Your role does not give access to %(area)s.") % {"area": area.label})
+        if self.model_permission is not None and not can(request.user, *self.model_permission):
+            raise PermissionDenied(self.permission_denied_message)
         return super().dispatch(request, *args, **kwargs)
 
     def get_area(self) -> Area | None:

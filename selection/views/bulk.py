@@ -1,11 +1,12 @@
 """Bulk edit: the same changes to every selected record, all saved or none."""
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import QueryDict
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.generic import TemplateView
 
 from selection import services
@@ -22,6 +23,8 @@ class RecordBulkEditView(AreaRequiredMixin, TemplateView):
     """Reached from the record list with the ticked records, or with the list's filters for all of them."""
 
     area = Area.SELECTION
+    model_permission = (CHANGE, Record)
+    permission_denied_message = gettext_lazy("Your role does not allow you to change records.")
     template_name = "selection/record_bulk_edit.html"
 
     def selected(self):
@@ -38,8 +41,6 @@ class RecordBulkEditView(AreaRequiredMixin, TemplateView):
         ), query
 
     def post(self, request):
-        if not can(request.user, CHANGE, Record):
-            raise PermissionDenied(_("Your role does not allow you to change records."))
         records, query = self.selected()
         count = records.count()
         if count == 0:

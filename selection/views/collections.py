@@ -1,8 +1,8 @@
 """Collection pages: list, detail with themes and members; creation and editing by curators."""
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404
+from django.utils.functional import cached_property
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -60,28 +60,27 @@ class CollectionDetailView(ObjectDetailView):
 
 class CollectionCreateView(ServiceFormView):
     area = Area.SELECTION
+    model_permission = (ADD, Collection)
+    permission_denied_message = gettext_lazy("Only curators may create collections.")
     form_class = CollectionForm
     title = gettext_lazy("New collection")
-
-    def dispatch(self, request, *args, **kwargs):
-        if request.user.is_authenticated and not can(request.user, ADD, Collection):
-            raise PermissionDenied(_("Only curators may create collections."))
-        return super().dispatch(request, *args, **kwargs)
 
     def perform(self, form):
         return services.collection_create(user=self.request.user, **form.cleaned_data)
 
 
-class CollectionEditView(ServiceFormView):
+class CollectionInURLMixin:
+    @cached_property
+    def collection(self) -> Collection:
+        return get_object_or_404(Collection, pk=self.kwargs["pk"])
+
+
+class CollectionEditView(CollectionInURLMixin, ServiceFormView):
     area = Area.SELECTION
+    model_permission = (CHANGE, Collection)
+    permission_denied_message = gettext_lazy("Only curators may edit collections.")
     form_class = CollectionForm
     title = gettext_lazy("Edit the collection")
-
-    def dispatch(self, request, *args, **kwargs):
-        if request.user.is_authenticated and not can(request.user, CHANGE, Collection):
-            raise PermissionDenied(_("Only curators may edit collections."))
-        self.collection = get_object_or_404(Collection, pk=kwargs["pk"])
-        return super().dispatch(request, *args, **kwargs)
 
     def get_form_kwargs(self):
         kwargs = super().get_form_kwargs()
@@ -89,20 +88,17 @@ class CollectionEditView(ServiceFormView):
         return kwargs
 
     def perform(self, form):
-        data = dict(form.cleaned_data)
-        return services.collection_update(collection=self.collection, user=self.request.user, **data)
+        return services.collection_update(
+            collection=self.collection, user=self.request.user, **form.cleaned_data
+        )
 
 
-class ThemeCreateView(ServiceFormView):
+class ThemeCreateView(CollectionInURLMixin, ServiceFormView):
     area = Area.SELECTION
+    model_permission = (ADD, Theme)
+    permission_denied_message = gettext_lazy("Only curators may add themes.")
     form_class = ThemeForm
     title = gettext_lazy("New theme")
-
-    def dispatch(self, request, *args, **kwargs):
-        if request.user.is_authenticated and not can(request.user, ADD, Theme):
-            raise PermissionDenied(_("Only curators may add themes."))
-        self.collection = get_object_or_404(Collection, pk=kwargs["pk"])
-        return super().dispatch(request, *args, **kwargs)
 
     def perform(self, form):
         theme = services.theme_create(collection=self.collection, name=form.cleaned_data["name"])

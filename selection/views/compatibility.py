@@ -20,15 +20,11 @@ class CompatibilityView(ServiceFormView):
     """The matrix: for each budget and frequency, which depths may be used; and the rules behind it."""
 
     area = Area.SELECTION
+    model_permission = (VIEW, CompatibilityRule)
     template_name = "selection/compatibility.html"
     form_class = CompatibilityRuleForm
     title = gettext_lazy("Compatible settings")
     submit_label = gettext_lazy("Forbid this combination")
-
-    def dispatch(self, request, *args, **kwargs):
-        if request.user.is_authenticated and not can(request.user, VIEW, CompatibilityRule):
-            raise PermissionDenied
-        return super().dispatch(request, *args, **kwargs)
 
     def post(self, request, *args, **kwargs):
         if not can(request.user, ADD, CompatibilityRule):
@@ -65,10 +61,10 @@ class CompatibilityView(ServiceFormView):
 
 class CompatibilityRuleDeleteView(AreaRequiredMixin, View):
     area = Area.SELECTION
+    model_permission = (DELETE, CompatibilityRule)
+    permission_denied_message = gettext_lazy("Only curators may change the compatibility of settings.")
 
     def post(self, request, pk):
-        if not can(request.user, DELETE, CompatibilityRule):
-            raise PermissionDenied(_("Only curators may change the compatibility of settings."))
         rule = get_object_or_404(CompatibilityRule, pk=pk)
         services.compatibility_rule_delete(user=request.user, rule=rule)
         messages.success(request, _("“%(rule)s” may be used again.") % {"rule": rule})

@@ -12,7 +12,7 @@ import time
 
 from django import forms
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, path
@@ -25,7 +25,7 @@ from selection import csvio
 from selection.choices import CheckStatus
 from selection.filtersets import RecordFilterSet
 from selection.models import Collection, Record
-from webarchive.permissions import ADD, VIEW, Area, can, restrict
+from webarchive.permissions import ADD, VIEW, Area, restrict
 from webarchive.views import AreaRequiredMixin
 
 SESSION_KEY = "selection_csv_imports"
@@ -42,10 +42,9 @@ class RecordExportView(AreaRequiredMixin, View):
     """The records of the list page, with the same filters, as a CSV file streamed as it is read."""
 
     area = Area.SELECTION
+    model_permission = (VIEW, Record)
 
     def get(self, request):
-        if not can(request.user, VIEW, Record):
-            raise PermissionDenied(_("Your role does not allow this."))
         queryset = restrict(Record.objects.all(), request.user, VIEW)
         filterset = RecordFilterSet(request.GET, queryset=queryset, request=request)
         if not filterset.is_valid():
@@ -101,10 +100,8 @@ class RecordImportForm(forms.Form):
 class ImportRightsMixin:
     """Importing is proposing records: for the roles that may add them."""
 
-    def dispatch(self, request, *args, **kwargs):
-        if not can(request.user, ADD, Record):
-            raise PermissionDenied(_("Your role does not allow you to import records."))
-        return super().dispatch(request, *args, **kwargs)
+    model_permission = (ADD, Record)
+    permission_denied_message = gettext_lazy("Your role does not allow you to import records.")
 
 
 def _keep(request, preview: csvio.ImportPreview) -> str | None:
@@ -172,7 +169,7 @@ def preview_table(preview: csvio.ImportPreview) -> dict:
     return {"headers": headers, "rows": rows}
 
 
-class RecordImportView(AreaRequiredMixin, ImportRightsMixin, View):
+class RecordImportView(ImportRightsMixin, AreaRequiredMixin, View):
     """Upload a CSV file into a collection, and see line by line what would be imported."""
 
     area = Area.SELECTION
@@ -224,7 +221,7 @@ def _link(record: Record) -> str:
         return ""
 
 
-class RecordImportCommitView(AreaRequiredMixin, ImportRightsMixin, View):
+class RecordImportCommitView(ImportRightsMixin, AreaRequiredMixin, View):
     """Write a previewed import: the valid rows, or all or nothing."""
 
     area = Area.SELECTION

@@ -116,12 +116,9 @@ class RecordProposeView(ServiceFormView):
     """Two stages: the URL is checked online and against the database, then the record is filled in."""
 
     area = Area.SELECTION
+    model_permission = (ADD, Record)
+    permission_denied_message = gettext_lazy("Your role does not allow you to propose URLs.")
     template_name = "selection/record_propose.html"
-
-    def dispatch(self, request, *args, **kwargs):
-        if request.user.is_authenticated and not can(request.user, ADD, Record):
-            raise PermissionDenied(_("Your role does not allow you to propose URLs."))
-        return super().dispatch(request, *args, **kwargs)
 
     def get_form(self, form_class=None):
         data = self.request.POST if self.request.method == "POST" else None

@@ -1,28 +1,27 @@
 """The curators' validation queue: proposed records across collections, one by one or in bulk."""
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.shortcuts import redirect
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.generic import View
 
 from selection import services
 from selection.choices import RecordStatus
 from selection.filtersets import RecordFilterSet
 from selection.models import Record
-from webarchive.permissions import VALIDATE, Area, can
+from webarchive.permissions import VALIDATE, Area
 from webarchive.views import AreaRequiredMixin, ObjectListView
 
 
 class CuratorMixin:
-    def dispatch(self, request, *args, **kwargs):
-        if request.user.is_authenticated and not can(request.user, VALIDATE, Record):
-            raise PermissionDenied(_("Only curators may validate or reject records."))
-        return super().dispatch(request, *args, **kwargs)
+    area = Area.SELECTION
+    model_permission = (VALIDATE, Record)
+    permission_denied_message = gettext_lazy("Only curators may validate or reject records.")
 
 
 class ValidationQueueView(CuratorMixin, ObjectListView):
-    area = Area.SELECTION
     queryset = Record.objects.filter(status=RecordStatus.PROPOSED).select_related(
         "collection", "responsible", "theme"
     )
@@ -34,8 +33,6 @@ class ValidationQueueView(CuratorMixin, ObjectListView):
 
 class ValidationDecisionView(CuratorMixin, AreaRequiredMixin, View):
     """POST: validate or reject the selected records, all of them or none."""
-
-    area = Area.SELECTION
 
     def post(self, request):
         ids = request.POST.getlist("records")
