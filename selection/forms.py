@@ -71,8 +71,12 @@ class RecordForm(BootstrapMixin, forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
     check_token = forms.CharField(widget=forms.HiddenInput, required=False)
 
-    def __init__(self, *args, collection: Collection, budget_ranges=None, **kwargs):
+    def __init__(
+        self, *args, collection: Collection, budget_ranges=None, allow_override: bool = False, **kwargs
+    ):
         super().__init__(*args, **kwargs)
+        if not allow_override:  # only a curator, only for a URL that failed its check
+            del self.fields["check_override_reason"]
         self.fields["theme"].queryset = collection.themes.filter(is_active=True)
         if budget_ranges:
             self.fields["budget"].choices = [

@@ -5,11 +5,15 @@ and ``columns``; the generic views do the rest, always through
 ``webarchive.permissions`` so that a page never shows what its user may not see.
 """
 
+import datetime
+
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import AccessMixin
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import redirect
+from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext_lazy as _
 from django.views.generic import DetailView, FormView, ListView, TemplateView, View
 from rest_framework.authtoken.models import Token
@@ -26,6 +30,8 @@ def display_value(obj, name: str):
     value = get_display() if get_display else getattr(obj, name)
     if isinstance(value, bool):
         return _("yes") if value else _("no")
+    if isinstance(value, datetime.datetime):
+        return date_format(timezone.localtime(value), "Y-m-d H:i:s")
     return "—" if value in (None, "") else value
 
 
@@ -88,8 +94,10 @@ class ObjectListView(RestrictedQuerysetMixin, ListView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         meta = self.model._meta if self.model else self.object_list.model._meta
+        paginator = context.get("paginator")
         context.update(
             {
+                "result_count": paginator.count if paginator else len(context["object_list"]),
                 "filterset": self.filterset,
                 "verbose_name_plural": meta.verbose_name_plural,
                 "headers": [meta.get_field(name).verbose_name for name in self.columns],

@@ -8,6 +8,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from selection import services
+from selection.choices import CheckStatus
 from selection.filtersets import RecordFilterSet
 from selection.forms import RecordForm, RecordStatusForm, RecordTransferForm, SavedSearchForm, UrlEntryForm
 from selection.models import Record
@@ -149,12 +150,24 @@ class RecordProposeView(ServiceFormView):
             }
             self.stage = 2
             return RecordForm(
-                collection=self.collection, initial=initial, prefix="record", budget_ranges=budget_ranges()
+                collection=self.collection,
+                initial=initial,
+                prefix="record",
+                budget_ranges=budget_ranges(),
+                allow_override=self.may_override(self.check),
             )
         self.stage = 2
-        form = RecordForm(data, collection=self.collection, prefix="record", budget_ranges=budget_ranges())
         self.check = load_check(data.get("record-check_token", ""))
-        return form
+        return RecordForm(
+            data,
+            collection=self.collection,
+            prefix="record",
+            budget_ranges=budget_ranges(),
+            allow_override=self.may_override(self.check),
+        )
+
+    def may_override(self, check) -> bool:
+        return can(self.request.user, VALIDATE, Record) and (check is None or not check.selectable)
 
     def post(self, request, *args, **kwargs):
         form = self.get_form()
@@ -180,7 +193,7 @@ class RecordProposeView(ServiceFormView):
             content_notes=data["content_notes"],
             technical_notes=data["technical_notes"],
             is_active=data["is_active"],
-            check_override_reason=data["check_override_reason"],
+            check_override_reason=data.get("check_override_reason", ""),
             checker=checker_from_token(data["check_token"]),
         )
         messages.success(self.request, _("The record for %(url)s was saved.") % {"url": record.url})
@@ -259,7 +272,16 @@ class RecordEditView(RecordObjectMixin, ServiceFormView):
             "check_override_reason": record.check_override_reason,
             "version": record.version,
         }
-        return RecordForm(data, collection=record.collection, initial=initial, budget_ranges=budget_ranges())
+        may_override = (
+            can(self.request.user, VALIDATE, Record) and record.check_status not in CheckStatus.selectable()
+        )
+        return RecordForm(
+            data,
+            collection=record.collection,
+            initial=initial,
+            budget_ranges=budget_ranges(),
+            allow_override=may_override,
+        )
 
     def perform(self, form):
         data = dict(form.cleaned_data)

@@ -3,8 +3,11 @@
 URL checks go to the local test website (127.0.0.1), so private addresses are allowed here.
 """
 
+import zoneinfo
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -328,3 +331,41 @@ def test_manager_reads_but_cannot_write(client, collection, theme):
     assert client.get(reverse("selection:record_edit", kwargs={"pk": record.pk})).status_code == 403
     assert client.get(reverse("selection:record_propose")).status_code == 403
     assert client.post(reverse("selection:record_bulk_edit"), {"scope": "all"}).status_code == 403
+
+
+def test_lists_count_their_results_and_dates_are_in_local_time(
+    client, librarian, collection, theme, settings
+):
+    settings.TIME_ZONE = "Europe/Paris"
+    record = RecordFactory(collection=collection, theme=theme)
+    RecordFactory.create_batch(2, collection=collection, theme=theme)
+    client.force_login(librarian)
+    html = client.get(reverse("selection:record_list")).content.decode()
+    assert "3 records" in html and "Edit all 3 records found" in html
+    detail = client.get(reverse("selection:record_detail", kwargs={"pk": record.pk}))
+    local = timezone.localtime(record.created_at, zoneinfo.ZoneInfo("Europe/Paris")).strftime(
+        "%Y-%m-%d %H:%M:%S"
+    )
+    assert local in detail.content.decode()
+    assert "+00:00" not in detail.content.decode()
+
+
+def test_a_curator_may_select_a_failed_url_with_a_reason(client, curator, collection, theme, testsite):
+    client.force_login(curator)
+    page = stage1(client, collection, testsite.url("/error"))
+    assert "check_override_reason" in page.context["form"].fields
+    refused = stage2(client, collection, page, theme=theme.pk)
+    assert "This URL cannot be selected" in refused.content.decode()
+    saved = stage2(client, collection, page, theme=theme.pk, check_override_reason="Down for maintenance")
+    assert saved.status_code == 302
+    record = Record.objects.get()
+    assert (record.check_status, record.check_override_reason) == (
+        CheckStatus.INVALID,
+        "Down for maintenance",
+    )
+
+
+def test_a_librarian_is_not_offered_the_override(client, librarian, collection, testsite):
+    client.force_login(librarian)
+    page = stage1(client, collection, testsite.url("/ok"))
+    assert "check_override_reason" not in page.context["form"].fields
