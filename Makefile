@@ -37,6 +37,7 @@ run: demo
 	@echo
 	@echo "  The web archive is starting on http://$${WEBARCHIVE_HOST:-127.0.0.1}:$${WEBARCHIVE_PORT:-8000}/"
 	@echo "  Log in with one of the demo accounts above. Ctrl-C stops everything."
+	@echo "  The test website for URL checks: http://127.0.0.1:$${WEBARCHIVE_TESTSITE_PORT:-8001}/"
 	@echo
 	$(BIN)/honcho start -f Procfile
 
