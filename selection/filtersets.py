@@ -1,11 +1,18 @@
 """Filters shared by the HTML lists, the REST API and CSV export."""
 
 import django_filters
+from django import forms
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from selection.choices import Budget, CheckStatus, Depth, Frequency, RecordStatus
 from selection.models import Collection, Keyword, Record, Theme
+
+
+def yes_no_filter(label):
+    """A yes/no filter whose empty choice reads "any", not django-filter's "Unknown"."""
+    choices = [("", _("any")), ("true", _("yes")), ("false", _("no"))]
+    return django_filters.BooleanFilter(label=label, widget=forms.Select(choices=choices))
 
 
 class UserOrMeFilter(django_filters.CharFilter):
@@ -23,6 +30,7 @@ class UserOrMeFilter(django_filters.CharFilter):
 class CollectionFilterSet(django_filters.FilterSet):
     q = django_filters.CharFilter(method="search", label=_("Search"))
     member = UserOrMeFilter(field_name="members", label=_("Member"), help_text=_("A username, or “me”."))
+    is_active = yes_no_filter(_("Active"))
 
     class Meta:
         model = Collection
@@ -51,7 +59,7 @@ class RecordFilterSet(django_filters.FilterSet):
     depth = django_filters.MultipleChoiceFilter(choices=Depth.choices, label=_("Depth"))
     status = django_filters.MultipleChoiceFilter(choices=RecordStatus.choices, label=_("Status"))
     check_status = django_filters.MultipleChoiceFilter(choices=CheckStatus.choices, label=_("URL check"))
-    is_active = django_filters.BooleanFilter(label=_("Active"))
+    is_active = yes_no_filter(_("Active"))
     created_after = django_filters.DateFilter(
         field_name="created_at", lookup_expr="date__gte", label=_("Created from")
     )

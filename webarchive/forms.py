@@ -3,20 +3,31 @@
 from django import forms
 
 
+def add_bootstrap_classes(form: forms.BaseForm, *, small: bool = False) -> forms.BaseForm:
+    """Give every widget of a form its Bootstrap class (the filter forms of lists too)."""
+    size = "-sm" if small else ""
+    for field in form.fields.values():
+        widget = field.widget
+        if isinstance(widget, forms.CheckboxInput | forms.CheckboxSelectMultiple | forms.RadioSelect):
+            css = "form-check-input"
+        elif isinstance(widget, forms.Select | forms.SelectMultiple):
+            css = f"form-select form-select{size}" if size else "form-select"
+        else:
+            css = f"form-control form-control{size}" if size else "form-control"
+        if isinstance(widget, forms.SelectMultiple):
+            widget.attrs.setdefault("size", min(4, len(getattr(field, "choices", [])) or 4))
+        widget.attrs["class"] = f"{widget.attrs.get('class', '')} {css}".strip()
+        if isinstance(widget, forms.DateInput):
+            widget.input_type = "date"
+    return form
+
+
 class BootstrapMixin:
     """Gives every widget its Bootstrap class, and marks invalid fields."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for field in self.fields.values():
-            widget = field.widget
-            if isinstance(widget, forms.CheckboxInput | forms.CheckboxSelectMultiple | forms.RadioSelect):
-                css = "form-check-input"
-            elif isinstance(widget, forms.Select | forms.SelectMultiple):
-                css = "form-select"
-            else:
-                css = "form-control"
-            widget.attrs["class"] = f"{widget.attrs.get('class', '')} {css}".strip()
+        add_bootstrap_classes(self)
 
     def full_clean(self):
         # Marked here, not in __init__: reading self.errors there would validate the

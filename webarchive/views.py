@@ -19,6 +19,7 @@ from django.views.generic import DetailView, FormView, ListView, TemplateView, V
 from rest_framework.authtoken.models import Token
 
 from webarchive import home
+from webarchive.forms import add_bootstrap_classes
 from webarchive.history import history_entries
 from webarchive.navigation import pages_for, saved_searches_for
 from webarchive.permissions import VIEW, Area, can, can_enter, restrict
@@ -88,6 +89,7 @@ class ObjectListView(RestrictedQuerysetMixin, ListView):
         self.filterset = None
         if self.filterset_class is not None:
             self.filterset = self.filterset_class(self.request.GET, queryset=queryset, request=self.request)
+            add_bootstrap_classes(self.filterset.form, small=True)
             queryset = self.filterset.qs
         return queryset
 

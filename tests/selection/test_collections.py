@@ -111,3 +111,12 @@ def test_bad_filter_value_is_reported_not_ignored(client):
     response = client.get(reverse("api:collection-list") + "?kind=party")
     assert response.status_code == 400
     assert "kind" in response.json()
+
+
+def test_the_active_filter_reads_any_yes_no(client):
+    CollectionFactory(name="Open", is_active=True)
+    CollectionFactory(name="Closed", is_active=False)
+    client.force_login(UserFactory(roles=[Role.LIBRARIAN]))
+    page = client.get(reverse("selection:collection_list") + "?is_active=false")
+    assert [obj.name for obj, _ in page.context["rows"]] == ["Closed"]
+    assert '<option value="">any</option>' in page.content.decode()
