@@ -60,7 +60,7 @@ from django.utils.translation import gettext as _
 
 from selection import services
 from selection.choices import Budget, Depth, Frequency
-from selection.models import Collection, Keyword, Record, Theme
+from selection.models import Collection, CompatibilityRule, Keyword, Record, Theme
 from selection.selectors import incompatibility
 from selection.urlcheck import UrlCheckResult, check_url
 from webarchive.urlnorm import InvalidURL, normalise_url, url_key
@@ -567,21 +567,14 @@ def _check_row(row: ImportRow, collection: Collection, themes: dict[str, Theme],
     row.cleaned["technical_notes"] = row.values.get("technical_notes", "")
 
 
-def _check_compatibility(row: ImportRow, rules: dict) -> None:
-    settings = tuple(row.cleaned.get(key) for key in ("budget", "frequency", "depth"))
+def _check_compatibility(row: ImportRow, rules: list[CompatibilityRule]) -> None:
+    settings = tuple(row.cleaned.get(key) for key in CompatibilityRule.SETTINGS)
     if None in settings:
         return
-    if settings not in rules:  # at most 108 combinations: one query each
-        rules[settings] = incompatibility(*settings)
-    rule = rules[settings]
-    if rule is None:
-        return
-    message = _("These settings cannot be combined: %(rule)s.") % {"rule": rule}
-    if rule.reason:
-        message = f"{message} {rule.reason}"
-    for key in ("budget", "frequency", "depth"):
-        if getattr(rule, key):
-            row.add_error(key, message)
+    rule = incompatibility(*settings, rules=rules)
+    if rule is not None:
+        for key in rule.named_settings:
+            row.add_error(key, rule.refusal)
 
 
 def _check_duplicates(rows: list[ImportRow], collection: Collection) -> None:
@@ -671,7 +664,7 @@ def import_preview(
 
     themes = {" ".join(theme.name.split()).lower(): theme for theme in collection.themes.all()}
     users = _users_by_name({row.values.get("responsible", "").strip() for row in preview.rows} - {""})
-    rules: dict = {}
+    rules = list(CompatibilityRule.objects.all())
     for row in preview.rows:
         _check_row(row, collection, themes, users)
         _check_compatibility(row, rules)

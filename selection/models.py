@@ -165,6 +165,19 @@ class CompatibilityRule(models.Model):
             )
         )
 
+    SETTINGS = ("budget", "frequency", "depth")
+
+    @property
+    def refusal(self) -> str:
+        """Why a record with these settings is refused, as shown at each setting the rule names."""
+        message = _("These settings cannot be combined: %(rule)s.") % {"rule": self}
+        return f"{message} {self.reason}" if self.reason else message
+
+    @property
+    def named_settings(self) -> list[str]:
+        """The settings this rule names (the others match any value)."""
+        return [name for name in self.SETTINGS if getattr(self, name)]
+
     def matches(self, budget: str, frequency: str, depth: str) -> bool:
         return all(
             (not rule or rule == value)

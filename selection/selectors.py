@@ -107,9 +107,14 @@ def record_duplicates(url: str, *, exclude_pk: int | None = None) -> Duplicates:
 # Compatibility of technical settings ----------------------------------------------------------
 
 
-def incompatibility(budget: str, frequency: str, depth: str) -> CompatibilityRule | None:
-    """The first rule that forbids this combination, or None when it may be used."""
-    for rule in CompatibilityRule.objects.all():
+def incompatibility(
+    budget: str, frequency: str, depth: str, *, rules: list[CompatibilityRule] | None = None
+) -> CompatibilityRule | None:
+    """The first rule that forbids this combination, or None when it may be used.
+
+    Callers checking many combinations pass the ``rules`` they loaded once.
+    """
+    for rule in CompatibilityRule.objects.all() if rules is None else rules:
         if rule.matches(budget, frequency, depth):
             return rule
     return None

@@ -109,11 +109,7 @@ def theme_create(*, collection: Collection, name: str, is_active: bool = True, u
 def _check_settings_compatible(budget: str, frequency: str, depth: str, *, prefix: str = "") -> None:
     rule = incompatibility(budget, frequency, depth)
     if rule is not None:
-        message = _("These settings cannot be combined: %(rule)s.") % {"rule": rule}
-        if rule.reason:
-            message = f"{message} {rule.reason}"
-        fields = [name for name in ("budget", "frequency", "depth") if getattr(rule, name)]
-        raise ValidationError({f"{prefix}{name}": message for name in fields})
+        raise ValidationError({f"{prefix}{name}": rule.refusal for name in rule.named_settings})
 
 
 @transaction.atomic
