@@ -60,7 +60,7 @@ from django.utils.translation import gettext as _
 
 from selection import services
 from selection.choices import Budget, Depth, Frequency
-from selection.models import Collection, CompatibilityRule, Keyword, Record, Theme
+from selection.models import Collection, CompatibilityRule, Record, Theme
 from selection.selectors import incompatibility
 from selection.urlcheck import UrlCheckResult, check_url
 from webarchive.urlnorm import InvalidURL, normalise_url, url_key
@@ -509,12 +509,13 @@ def _check_supplementary(row: ImportRow) -> None:
 
 
 def _check_keywords(row: ImportRow) -> None:
-    names = [" ".join(name.split()) for name in row.values.get("keywords", "").split(";")]
-    names = [name for name in names if name]
-    limit = Keyword._meta.get_field("name").max_length
-    if any(len(name) > limit for name in names):
-        row.add_error("keywords", _("A keyword cannot be longer than %(max)d characters.") % {"max": limit})
-    row.cleaned["keywords"] = list(dict.fromkeys(names))
+    names = row.values.get("keywords", "").split(";")
+    try:
+        row.cleaned["keywords"] = services.keyword_names(names)
+    except ValidationError as error:
+        for message in error.message_dict["keywords"]:
+            row.add_error("keywords", message)
+        row.cleaned["keywords"] = []
 
 
 def _check_active(row: ImportRow) -> None:

@@ -147,14 +147,21 @@ def require_record_writable(user, collection: Collection, action: str = ADD) -> 
         )
 
 
+def keyword_names(names: Iterable[str]) -> list[str]:
+    """Keywords as typed → their names: spaces tidied, empty ones dropped, each at most 100 characters."""
+    cleaned = [" ".join(str(raw).split()) for raw in names]
+    cleaned = list(dict.fromkeys(name for name in cleaned if name))
+    limit = Keyword._meta.get_field("name").max_length
+    if any(len(name) > limit for name in cleaned):
+        raise ValidationError(
+            {"keywords": _("A keyword cannot be longer than %(max)d characters.") % {"max": limit}}
+        )
+    return cleaned
+
+
 def _keywords(names: Iterable[str]) -> list[Keyword]:
     keywords = []
-    for raw in names:
-        name = " ".join(str(raw).split())
-        if not name:
-            continue
-        if len(name) > Keyword._meta.get_field("name").max_length:
-            raise ValidationError({"keywords": _("A keyword cannot be longer than 100 characters.")})
+    for name in keyword_names(names):
         keyword = Keyword.objects.annotate(lname=Lower("name")).filter(lname=name.lower()).first()
         keywords.append(keyword or Keyword.objects.create(name=name))
     return list(dict.fromkeys(keywords))
