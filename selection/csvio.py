@@ -462,18 +462,11 @@ def _choice(row: ImportRow, key: str, default: str) -> None:
 
 
 def _check_url_cell(row: ImportRow) -> None:
+    # The same normalisation is the model field's validator, so what passes here saves.
     try:
-        url = normalise_url(row.values.get("url", ""))
-        # The model field's own validators, which record_propose runs too (full_clean).
-        Record._meta.get_field("url").run_validators(url)
+        row.cleaned["url"] = normalise_url(row.values.get("url", ""))
     except InvalidURL as error:
         row.add_error("url", str(error))
-        return
-    except ValidationError as error:
-        for message in error.messages:
-            row.add_error("url", message)
-        return
-    row.cleaned["url"] = url
 
 
 def _check_theme(row: ImportRow, collection: Collection, themes: dict[str, Theme]) -> None:
