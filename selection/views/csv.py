@@ -193,7 +193,7 @@ class RecordImportView(ImportRightsMixin, AreaRequiredMixin, View):
             return self.form_page(request, form)
         collection = form.cleaned_data["collection"]
         content, filename = form.cleaned_data["file"]
-        # Each URL is checked by selection.csvio.check_url, looked up at each call (tests replace it).
+        # Each URL is checked by selection.csvio.preview.check_url, looked up at each call.
         preview = csvio.import_preview(
             user=request.user, collection=collection, content=content, filename=filename
         )

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from selection import csvio, services
 from selection.choices import CheckStatus, RecordStatus
 from selection.csvio import EXPORT_COLUMNS, import_commit, import_preview
+from selection.csvio import commit as csv_commit
+from selection.csvio import preview as csv_preview
 from selection.models import Keyword, Record, Theme
 from selection.selectors import incompatibility
 from selection.urlcheck import UrlCheckResult
@@ -69,8 +71,9 @@ class RecordFactory(factory.django.DjangoModelFactory):
 
 @pytest.fixture(autouse=True)
 def _no_network(monkeypatch):
-    """The pages check URLs with csvio.check_url: answer OK without going online."""
-    monkeypatch.setattr(csvio, "check_url", answers_404_for_missing)
+    """The pages check URLs with check_url (preview, and commit for a row without a check): no network."""
+    monkeypatch.setattr(csv_preview, "check_url", answers_404_for_missing)
+    monkeypatch.setattr(csv_commit, "check_url", answers_404_for_missing)
 
 
 @pytest.fixture
@@ -335,7 +338,7 @@ def test_a_file_not_in_utf8_says_where(librarian, collection):
 
 
 def test_too_many_rows_are_refused(librarian, collection, monkeypatch):
-    monkeypatch.setattr(csvio, "MAX_ROWS", 3)
+    monkeypatch.setattr(csv_preview, "MAX_ROWS", 3)
     text = "url,theme\n" + "".join(f"https://s{n}.example.org/,Politics\n" for n in range(4))
     preview = preview_of(text, librarian, collection)
     assert preview.errors == ["The file has more than 3 records; split it into files of 3 at most."]
@@ -498,7 +501,7 @@ def test_commit_does_not_check_the_urls_again(librarian, collection, monkeypatch
     def must_not_be_called(url):
         raise AssertionError("checked twice")
 
-    monkeypatch.setattr(csvio, "check_url", must_not_be_called)
+    monkeypatch.setattr(csv_commit, "check_url", must_not_be_called)
     result = import_commit(user=librarian, collection=collection, preview=preview, all_or_nothing=True)
     assert len(result.created) == 1
 

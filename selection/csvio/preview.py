@@ -1,65 +1,31 @@
-"""CSV export and import of records. No HTTP here: the pages are in selection/views/csv.py.
-
-Export
-------
-One column per field, named by ``EXPORT_COLUMNS``: stable English keys, never
-translated, so that a file re-imports whatever the interface language. Values:
-
-- choices (budget, frequency, depth, status, url_check) as their codes
-  (``small``, ``page+1``): what the import reads back;
-- ``supplementary_urls`` separated by one space: a URL cannot contain a space,
-  so the separator is unambiguous and every record stays on one line;
-- ``keywords`` separated by ``"; "`` (a keyword containing ``;`` is split in two
-  on import);
-- ``active`` is ``yes``/``no``; users are their usernames; dates are
-  ``YYYY-MM-DD HH:MM:SS`` in the server's time zone (``TIME_ZONE``), which
-  spreadsheets read as dates.
-
-Spreadsheet formula injection: a cell that starts with ``=``, ``+``, ``-``,
-``@``, a tab or a carriage return (after any apostrophes) gets one more leading
-apostrophe, so that a spreadsheet shows it as text instead of running it; the
-import takes that apostrophe off again, so a round trip is lossless. URLs never
-start with those characters and are never changed. The stream starts with a
-UTF-8 byte order mark so that Excel reads the file as UTF-8.
-
-Import
-------
-:func:`import_preview` reads a file (UTF-8 with or without BOM; ``,``, ``;`` or
-tab separated: the separator is the one the header line uses most) whose header
-names the columns like the export (case, spaces, ``_`` and ``-`` ignored; the
-fields' names in the interface language are accepted too). ``url`` and
-``theme`` are required; ``budget``, ``frequency``, ``depth`` (collection
-defaults when empty), ``responsible`` (the importing user when empty),
-``keywords``, ``supplementary_urls``, ``content_notes``, ``technical_notes`` and
-``active`` (yes when empty) are optional; the export's other columns are
-ignored. Each line becomes an :class:`ImportRow` with its errors, field by
-field; the URLs are checked online, several at a time. Nothing is written.
-
-:func:`import_commit` then creates the records through
-``selection.services.record_propose``, in one transaction: all of them or none
-(``all_or_nothing``), or only the valid rows, reporting the others.
-"""
+"""CSV import, first step: read a file and check each line; nothing is written."""
 
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.core.exceptions import ValidationError
 from django.db.models.functions import Lower
-from django.utils import timezone, translation
+from django.utils import translation
 from django.utils.translation import gettext as _
 
 from selection import services
 from selection.choices import Budget, Depth, Frequency
+from selection.csvio.columns import (
+    BOM,
+    EXPORT_COLUMNS,
+    IMPORT_COLUMNS,
+    REQUIRED_COLUMNS,
+    column_label,
+    unescape_cell,
+)
 from selection.models import Collection, CompatibilityRule, Record, Theme
 from selection.selectors import incompatibility
 from selection.urlcheck import UrlCheckResult, check_url
@@ -67,143 +33,17 @@ from webarchive.urlnorm import InvalidURL, normalise_url, url_key
 
 Checker = Callable[[str], UrlCheckResult]
 
-BOM = "\ufeff"
 # Records per file: the preview checks every URL online and the commit writes in one
 # web request (about 20 ms a record), so a file stays within what a request can do.
 MAX_ROWS = 1000
 MAX_BYTES = 10 * 1024 * 1024  # size of a file
 CHECK_WORKERS = 8  # URLs checked at the same time
-EXPORT_CHUNK = 500  # records read from the database at a time
 DELIMITERS = (",", ";", "\t")
 
-EXPORT_COLUMNS = (
-    "id",
-    "collection",
-    "url",
-    "supplementary_urls",
-    "responsible",
-    "budget",
-    "frequency",
-    "depth",
-    "theme",
-    "keywords",
-    "content_notes",
-    "technical_notes",
-    "active",
-    "status",
-    "status_reason",
-    "url_check",
-    "checked_at",
-    "created_at",
-    "created_by",
-    "modified_at",
-    "modified_by",
-)
-IMPORT_COLUMNS = (
-    "url",
-    "theme",
-    "budget",
-    "frequency",
-    "depth",
-    "responsible",
-    "keywords",
-    "supplementary_urls",
-    "content_notes",
-    "technical_notes",
-    "active",
-)
-REQUIRED_COLUMNS = ("url", "theme")
-# Column -> the Record field it holds (for its verbose name); the others have the same name.
-_FIELD_OF = {"id": "id", "active": "is_active", "url_check": "check_status"}
 _CHOICES = {"budget": Budget, "frequency": Frequency, "depth": Depth}
-# Where a ValidationError of record_propose is shown: its field name -> the column.
-_ERROR_COLUMN = {"is_active": "active", "check_override_reason": "url_check", "__all__": "row"}
 
 _YES = {"yes", "y", "true", "1", "oui", "o", "x"}
 _NO = {"no", "n", "false", "0", "non"}
-
-
-def column_label(key: str) -> str:
-    """What a column is called in the interface (the record field's verbose name)."""
-    if key == "row":
-        return _("line")
-    return str(Record._meta.get_field(_FIELD_OF.get(key, key)).verbose_name)
-
-
-# Export ----------------------------------------------------------------------------------------
-
-_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
-_ESCAPED_FORMULA = re.compile(r"^'+[=+\-@\t\r]")
-
-
-def escape_cell(value: str) -> str:
-    """Make a cell that a spreadsheet would run as a formula read as text (see the module doc)."""
-    return f"'{value}" if _FORMULA.match(value) else value
-
-
-def unescape_cell(value: str) -> str:
-    """Undo :func:`escape_cell`."""
-    return value[1:] if _ESCAPED_FORMULA.match(value) else value
-
-
-def _date(value) -> str:
-    return timezone.localtime(value).strftime("%Y-%m-%d %H:%M:%S") if value else ""
-
-
-def _record_cells(record: Record) -> list[str]:
-    return [
-        str(record.pk),
-        record.collection.name,
-        record.url,
-        " ".join(record.supplementary_url_list),
-        record.responsible.get_username(),
-        record.budget,
-        record.frequency,
-        record.depth,
-        record.theme.name,
-        "; ".join(keyword.name for keyword in record.keywords.all()),
-        record.content_notes,
-        record.technical_notes,
-        "yes" if record.is_active else "no",
-        record.status,
-        record.status_reason,
-        record.check_status,
-        _date(record.checked_at),
-        _date(record.created_at),
-        record.created_by.get_username(),
-        _date(record.modified_at),
-        record.modified_by.get_username(),
-    ]
-
-
-def records_csv_rows(queryset) -> Iterator[list[str]]:
-    """The header, then one row per record, read a chunk at a time so that memory stays flat."""
-    yield list(EXPORT_COLUMNS)
-    records = queryset.select_related(
-        "collection", "responsible", "theme", "created_by", "modified_by"
-    ).prefetch_related("keywords")
-    for record in records.iterator(chunk_size=EXPORT_CHUNK):
-        yield [escape_cell(cell) for cell in _record_cells(record)]
-
-
-class _Echo:
-    """A file whose ``write`` gives back what it was given: csv.writer then returns each line."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def records_csv_stream(queryset, *, rows_per_chunk: int = 100) -> Iterator[str]:
-    """The CSV text of :func:`records_csv_rows`, BOM first, a few rows per chunk, for streaming."""
-    writer = csv.writer(_Echo(), lineterminator="\r\n")
-    chunk = [BOM]
-    for row in records_csv_rows(queryset):
-        chunk.append(writer.writerow(row))
-        if len(chunk) >= rows_per_chunk:
-            yield "".join(chunk)
-            chunk = []
-    if chunk:
-        yield "".join(chunk)
 
 
 # Import: what a preview holds ------------------------------------------------------------------
@@ -665,104 +505,3 @@ def import_preview(
     _check_duplicates(preview.rows, collection)
     _run_checks(preview.rows, checker)
     return preview
-
-
-# Import: writing -------------------------------------------------------------------------------
-
-
-class _RollBack(Exception):
-    pass
-
-
-def _errors_of(error: ValidationError | PermissionDenied) -> dict[str, list[str]]:
-    if isinstance(error, PermissionDenied):
-        return {"row": [str(error)]}
-    if hasattr(error, "error_dict"):
-        return {_ERROR_COLUMN.get(name, name): messages for name, messages in error.message_dict.items()}
-    return {"row": error.messages}
-
-
-def import_commit(
-    *, user, collection: Collection, preview: ImportPreview, all_or_nothing: bool
-) -> ImportResult:
-    """Create the records of a preview, in one transaction.
-
-    ``all_or_nothing``: every row is written, or none when one of them has an
-    error (at the preview, or now: someone may have added the same URL since).
-    Otherwise the valid rows are written and the others reported in ``skipped``.
-    The URLs are not checked again: each record gets its row's check result.
-    """
-    services.require_record_writable(user, collection)
-    result = ImportResult(all_or_nothing=all_or_nothing)
-    if preview.collection_id != collection.pk:
-        result.errors.append(_("This preview was made for another collection; upload the file again."))
-        return result
-    if preview.errors:
-        result.errors.extend(preview.errors)
-        return result
-    result.skipped = preview.invalid_rows
-    if all_or_nothing and result.skipped:
-        result.errors.append(_nothing_written(len(result.skipped)))
-        return result
-
-    rows = preview.valid_rows
-    themes = {theme.pk: theme for theme in Theme.objects.filter(collection=collection)}
-    users = get_user_model().objects.in_bulk(
-        {row.cleaned["responsible"] for row in rows if row.cleaned.get("responsible")}
-    )
-    failed: list[ImportRow] = []
-    try:
-        with transaction.atomic():
-            for row in rows:
-                try:
-                    result.created.append(_create(user, collection, row, themes, users))
-                except (ValidationError, PermissionDenied) as error:
-                    failed.append(dataclasses.replace(row, errors=_errors_of(error)))
-            if all_or_nothing and failed:
-                raise _RollBack
-    except _RollBack:
-        result.created = []
-        result.errors.append(_nothing_written(len(failed)))
-    result.skipped = sorted([*result.skipped, *failed], key=lambda row: row.line)
-    return result
-
-
-def _nothing_written(count: int) -> str:
-    return translation.ngettext(
-        "Nothing was imported: %(count)d row has an error.",
-        "Nothing was imported: %(count)d rows have errors.",
-        count,
-    ) % {"count": count}
-
-
-def _create(user, collection: Collection, row: ImportRow, themes: dict, users: dict) -> Record:
-    cleaned = row.cleaned
-    theme = themes.get(cleaned.get("theme"))
-    if theme is None:
-        raise ValidationError({"theme": _("This theme no longer exists.")})
-    responsible = None
-    if cleaned.get("responsible"):
-        responsible = users.get(cleaned["responsible"])
-        if responsible is None:
-            raise ValidationError({"responsible": _("This user no longer exists.")})
-    stored = row.check
-
-    def checker(url: str) -> UrlCheckResult:
-        return stored if stored is not None else check_url(url)
-
-    return services.record_propose(
-        user=user,
-        collection=collection,
-        url=cleaned["url"],
-        theme=theme,
-        budget=cleaned["budget"],
-        frequency=cleaned["frequency"],
-        depth=cleaned["depth"],
-        responsible=responsible,
-        keywords=cleaned.get("keywords", []),
-        supplementary_urls=cleaned.get("supplementary_urls", ""),
-        content_notes=cleaned.get("content_notes", ""),
-        technical_notes=cleaned.get("technical_notes", ""),
-        is_active=cleaned.get("is_active", True),
-        checker=checker,
-    )
