@@ -48,3 +48,9 @@ def _readable(field, value):
     if value in (None, ""):
         return "—"
     return value
+
+
+def save_as(obj, user) -> None:
+    """Save, recording ``user`` in the object's history even outside a web request."""
+    obj._history_user = user
+    obj.save()

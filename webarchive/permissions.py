@@ -73,6 +73,45 @@ _READER = {
     "selection.savedsearch": ALL,
 }
 
+# Reading what was planned and harvested (reports, the planning pages).
+_HARVEST_READER = {
+    f"harvest.{name}": (VIEW,)
+    for name in (
+        "domain",
+        "seedlist",
+        "domainconfiguration",
+        "harvesttemplate",
+        "schedule",
+        "harvestchannel",
+        "harvestdefinition",
+        "globalcrawlertraplist",
+        "collectionmapping",
+        "budgetmapping",
+        "transferreport",
+        "harvestrun",
+        "job",
+        "jobconfiguration",
+        "harvestinfo",
+    )
+}
+
+# Planning (curators and engineers): domains and definitions are archival
+# objects, never deleted; seed lists, configurations and mappings nothing
+# depends on may be removed (the services say when something depends on them).
+_PLANNER = {
+    **_HARVEST_READER,
+    "harvest.domain": (VIEW, ADD, CHANGE),
+    "harvest.seedlist": ALL,
+    "harvest.domainconfiguration": ALL,
+    "harvest.harvesttemplate": (VIEW, ADD, CHANGE),
+    "harvest.schedule": (VIEW, ADD, CHANGE),
+    "harvest.harvestchannel": (VIEW, ADD, CHANGE),
+    "harvest.harvestdefinition": (VIEW, ADD, CHANGE),
+    "harvest.globalcrawlertraplist": (VIEW, ADD, CHANGE),
+    "harvest.collectionmapping": ALL,
+    "harvest.budgetmapping": ALL,
+}
+
 # Role -> model label -> actions. Apps add their models here as they grow.
 # Rows a role may act on are narrowed further by each QuerySet's restrict()
 # (a librarian writes records only in the collections they are a member of).
@@ -84,6 +123,7 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
     },
     Role.CURATOR: {
         **_READER,
+        **_PLANNER,
         "selection.collection": (VIEW, ADD, CHANGE),
         "selection.theme": (VIEW, ADD, CHANGE),
         "selection.keyword": (VIEW, ADD, CHANGE),
@@ -91,8 +131,8 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         # Configuration, not an archival object: a rule may be withdrawn.
         "selection.compatibilityrule": ALL,
     },
-    Role.ENGINEER: {**_READER},
-    Role.MANAGER: {**_READER},
+    Role.ENGINEER: {**_READER, **_PLANNER, "harvest.job": (VIEW, CHANGE)},
+    Role.MANAGER: {**_READER, **_HARVEST_READER},
 }
 
 METHOD_ACTIONS = {
@@ -195,3 +235,15 @@ def roles_sync() -> None:
                     )
                 )
             group.permissions.set(wanted)
+
+
+def require(user: User | None, action: str, model: type[models.Model]) -> None:
+    """Raise PermissionDenied unless the user may act on the model; ``None`` is the system itself
+    (the launcher, a management command), which services trust."""
+    from django.core.exceptions import PermissionDenied
+
+    if user is not None and not can(user, action, model):
+        raise PermissionDenied(
+            _("Your role does not allow you to %(action)s %(things)s.")
+            % {"action": action, "things": model._meta.verbose_name_plural}
+        )

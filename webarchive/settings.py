@@ -50,6 +50,24 @@ SELECTION_URL_CHECK_USER_AGENT = env(
     "SELECTION_URL_CHECK_USER_AGENT", default="webarchive-url-check/1 (+legal deposit web archive)"
 )
 
+# Planning and job generation (harvest/). See docs/planning.md.
+# Celery queues crawl jobs may be sent to; each harvest channel names one.
+HARVEST_CRAWL_QUEUES = env.list("HARVEST_CRAWL_QUEUES", default=["crawl-high", "crawl-low"])
+# An alias expires after this many days unless a curator renews it.
+HARVEST_ALIAS_TIMEOUT_DAYS = env.int("HARVEST_ALIAS_TIMEOUT_DAYS", default=365)
+# The template of the default configuration every new domain gets.
+HARVEST_DEFAULT_TEMPLATE = env("HARVEST_DEFAULT_TEMPLATE", default="default")
+# Job splitting (NetarchiveSuite's rules): the expected size of a domain with no
+# earlier harvest; the largest/smallest expected size ratio in one job; the caps
+# on domains and on expected objects per job.
+HARVEST_DEFAULT_EXPECTED_OBJECTS = env.int("HARVEST_DEFAULT_EXPECTED_OBJECTS", default=5_000)
+HARVEST_JOB_MAX_SIZE_RATIO = env.float("HARVEST_JOB_MAX_SIZE_RATIO", default=100.0)
+HARVEST_JOB_MAX_DOMAINS_SNAPSHOT = env.int("HARVEST_JOB_MAX_DOMAINS_SNAPSHOT", default=10_000)
+HARVEST_JOB_MAX_DOMAINS_SELECTIVE = env.int("HARVEST_JOB_MAX_DOMAINS_SELECTIVE", default=1_000)
+HARVEST_JOB_MAX_OBJECTS = env.int("HARVEST_JOB_MAX_OBJECTS", default=50_000_000)
+# How often (seconds) celery beat runs the launcher.
+HARVEST_LAUNCHER_INTERVAL = env.float("HARVEST_LAUNCHER_INTERVAL", default=60.0)
+
 INSTALLED_APPS = [
     "webarchive.apps.WebArchiveAdminConfig",
     "django.contrib.auth",
@@ -233,6 +251,9 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=24 * 3600)
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE = {
+    "harvest-launcher": {"task": "harvest.launch_due", "schedule": HARVEST_LAUNCHER_INTERVAL},
+}
 CELERY_TIMEZONE = TIME_ZONE
 
 # Production hardening; each can be relaxed from the environment where a

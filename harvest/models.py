@@ -1,1 +1,0 @@
-"""Models arrive with the issues that build this app (see DESIGN.md)."""

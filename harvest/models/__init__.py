@@ -1,0 +1,33 @@
+"""The planning side (NetarchiveSuite's data model): what is harvested, how, when, and the jobs."""
+
+from harvest.models.definitions import (
+    BudgetMapping,
+    CollectionMapping,
+    GlobalCrawlerTrapList,
+    HarvestChannel,
+    HarvestDefinition,
+    TransferReport,
+)
+from harvest.models.domains import UNLIMITED, Domain, DomainConfiguration, SeedList
+from harvest.models.jobs import HarvestInfo, HarvestRun, Job, JobConfiguration
+from harvest.models.schedules import Schedule
+from harvest.models.templates import HarvestTemplate
+
+__all__ = [
+    "UNLIMITED",
+    "BudgetMapping",
+    "CollectionMapping",
+    "Domain",
+    "DomainConfiguration",
+    "GlobalCrawlerTrapList",
+    "HarvestChannel",
+    "HarvestDefinition",
+    "HarvestInfo",
+    "HarvestRun",
+    "HarvestTemplate",
+    "Job",
+    "JobConfiguration",
+    "Schedule",
+    "SeedList",
+    "TransferReport",
+]

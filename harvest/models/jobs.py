@@ -1,0 +1,184 @@
+"""Runs of harvest definitions, the jobs they produce, and what each domain yielded."""
+
+from django.db import models
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+from simple_history.models import HistoricalRecords
+
+from harvest.choices import JobStatus, StopReason
+from harvest.models.definitions import HarvestChannel, HarvestDefinition
+from harvest.models.domains import Domain, DomainConfiguration
+
+
+class HarvestRun(models.Model):
+    """One run of a harvest definition; unique per (definition, number), so a run is launched once."""
+
+    harvest_definition = models.ForeignKey(
+        HarvestDefinition, on_delete=models.PROTECT, related_name="runs", verbose_name=_("harvest definition")
+    )
+    number = models.PositiveIntegerField(_("run"))
+    scheduled_for = models.DateTimeField(_("scheduled for"))
+    created_at = models.DateTimeField(_("launched at"), auto_now_add=True)
+    missed = models.PositiveIntegerField(
+        _("missed runs skipped"),
+        default=0,
+        help_text=_("Scheduled runs that were due but skipped, not piled up."),
+    )
+
+    class Meta:
+        verbose_name = _("harvest run")
+        verbose_name_plural = _("harvest runs")
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["harvest_definition", "number"],
+                name="harvest_run_unique_number",
+                violation_error_message=_("This run of the harvest definition was already launched."),
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.harvest_definition} #{self.number}"
+
+
+class Job(models.Model):
+    """A batch of domain configurations crawled together with one template, on one channel."""
+
+    harvest_definition = models.ForeignKey(
+        HarvestDefinition, on_delete=models.PROTECT, related_name="jobs", verbose_name=_("harvest definition")
+    )
+    run = models.ForeignKey(HarvestRun, on_delete=models.PROTECT, related_name="jobs", verbose_name=_("run"))
+    run_number = models.PositiveIntegerField(_("run"))
+    channel = models.ForeignKey(
+        HarvestChannel, on_delete=models.PROTECT, related_name="jobs", verbose_name=_("channel")
+    )
+    queue = models.CharField(_("Celery queue"), max_length=100)
+    status = models.CharField(_("status"), max_length=12, choices=JobStatus, default=JobStatus.NEW)
+
+    # Frozen when the job is made: later edits of the template do not change it.
+    template = models.ForeignKey(
+        "harvest.HarvestTemplate", on_delete=models.PROTECT, related_name="jobs", verbose_name=_("template")
+    )
+    template_version = models.PositiveIntegerField(_("template version"))
+    template_settings = models.JSONField(_("template settings"))
+    crawler_traps = models.JSONField(
+        _("crawler traps"),
+        default=list,
+        help_text=_("Global and harvest definition traps; domains add their own."),
+    )
+    max_seconds = models.PositiveIntegerField(_("max running time (s)"), default=0)
+    domain_count = models.PositiveIntegerField(_("domains"), default=0)
+    expected_objects = models.BigIntegerField(_("expected objects"), default=0)
+
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    submitted_at = models.DateTimeField(_("submitted at"), null=True, blank=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
+    errors = models.TextField(_("errors"), blank=True)
+    resubmitted_as = models.OneToOneField(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="resubmission_of",
+        verbose_name=_("resubmitted as"),
+    )
+    continuation_of = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="continuations",
+        verbose_name=_("continuation of"),
+    )
+
+    history = HistoricalRecords(excluded_fields=["template_settings", "crawler_traps"])
+
+    class Meta:
+        verbose_name = _("job")
+        verbose_name_plural = _("jobs")
+        ordering = ["-pk"]
+        indexes = [models.Index(fields=["status", "harvest_definition"])]
+
+    def __str__(self):
+        return _("Job %(id)s") % {"id": self.pk}
+
+    def get_absolute_url(self):
+        return reverse("harvest:job_detail", kwargs={"pk": self.pk})
+
+
+class JobConfiguration(models.Model):
+    """A domain configuration as a job harvests it: seeds, effective limits and traps, frozen."""
+
+    job = models.ForeignKey(
+        Job, on_delete=models.PROTECT, related_name="configurations", verbose_name=_("job")
+    )
+    configuration = models.ForeignKey(
+        DomainConfiguration,
+        on_delete=models.PROTECT,
+        related_name="job_entries",
+        verbose_name=_("configuration"),
+    )
+    domain = models.ForeignKey(
+        Domain, on_delete=models.PROTECT, related_name="job_entries", verbose_name=_("domain")
+    )
+    seeds = models.TextField(_("seeds"), blank=True)
+    max_objects = models.BigIntegerField(_("max objects"))
+    max_bytes = models.BigIntegerField(_("max bytes"))
+    max_request_rate = models.PositiveIntegerField(_("max requests per minute"), default=0)
+    expected_objects = models.BigIntegerField(_("expected objects"))
+    crawler_traps = models.TextField(_("domain crawler traps"), blank=True)
+
+    class Meta:
+        verbose_name = _("job configuration")
+        verbose_name_plural = _("job configurations")
+        ordering = ["job", "-expected_objects", "pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "domain"],
+                name="harvest_jobconfiguration_domain_once",
+                violation_error_message=_("A domain is harvested at most once per job."),
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.job} / {self.configuration}"
+
+    @property
+    def seed_urls(self) -> list[str]:
+        return self.seeds.split()
+
+
+class HarvestInfo(models.Model):
+    """What the crawl of one domain configuration in one job yielded, and why it stopped."""
+
+    job = models.ForeignKey(
+        Job, on_delete=models.PROTECT, related_name="harvest_infos", verbose_name=_("job")
+    )
+    configuration = models.ForeignKey(
+        DomainConfiguration,
+        on_delete=models.PROTECT,
+        related_name="harvest_infos",
+        verbose_name=_("configuration"),
+    )
+    domain = models.ForeignKey(
+        Domain, on_delete=models.PROTECT, related_name="harvest_infos", verbose_name=_("domain")
+    )
+    object_count = models.BigIntegerField(_("objects"), default=0)
+    byte_count = models.BigIntegerField(_("bytes"), default=0)
+    stop_reason = models.CharField(_("stop reason"), max_length=20, choices=StopReason)
+    created_at = models.DateTimeField(_("recorded at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("harvest info")
+        verbose_name_plural = _("harvest infos")
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "configuration"], name="harvest_harvestinfo_unique_per_job"
+            )
+        ]
+        indexes = [models.Index(fields=["domain", "-created_at"])]
+
+    def __str__(self):
+        return f"{self.job} / {self.configuration}: {self.object_count}"

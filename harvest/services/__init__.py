@@ -1,0 +1,1 @@
+"""Writes on the planning side, one module per seam: domains, planning objects, transfer, jobs, launcher."""

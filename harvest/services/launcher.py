@@ -1,0 +1,405 @@
+"""The launcher: due harvest definitions become runs, and runs become jobs (NetarchiveSuite's rules).
+
+Splitting, for one run:
+
+- candidates are the definition's configurations (selective) or every active,
+  non-alias domain's default configuration (snapshot; or, when it continues an
+  earlier snapshot, the configurations that snapshot stopped at its limits);
+- each candidate's expected size comes from the domain's best earlier harvest
+  (the most recent completed one, else the largest), HARVEST_DEFAULT_EXPECTED_OBJECTS
+  when there is none, capped by its max objects;
+- candidates stream from the database sorted by template, then expected size,
+  largest first; a job holds one template, each domain once, at most
+  HARVEST_JOB_MAX_DOMAINS_* domains and HARVEST_JOB_MAX_OBJECTS expected
+  objects, and its largest expected size is at most HARVEST_JOB_MAX_SIZE_RATIO
+  times its smallest. Because sizes only decrease along the stream, a job the
+  ratio closes never reopens, so only a handful of jobs are open at any time
+  and a million-domain snapshot never sits in memory.
+
+Two launchers at once cannot launch a run twice: the definition row is locked
+and the run number is unique.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import BigIntegerField, Case, F, OuterRef, Q, Subquery, Value, When
+from django.db.models.functions import Coalesce, Least
+from django.utils import timezone
+
+from harvest.choices import EndKind, HarvestKind, JobStatus, StopReason
+from harvest.models import (
+    UNLIMITED,
+    DomainConfiguration,
+    GlobalCrawlerTrapList,
+    HarvestDefinition,
+    HarvestInfo,
+    HarvestRun,
+    HarvestTemplate,
+    Job,
+    JobConfiguration,
+    SeedList,
+)
+from harvest.services.jobs import job_transition
+from harvest.services.transfer import transfer_for_definition
+from harvest.validators import seed_list
+
+logger = logging.getLogger(__name__)
+
+CHUNK = 2000
+
+
+def limit_min(*limits: int) -> int:
+    """The strictest of several limits where -1 means unlimited."""
+    real = [limit for limit in limits if limit != UNLIMITED]
+    return min(real) if real else UNLIMITED
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A configuration about to go into a job, with its expected size."""
+
+    configuration_id: int
+    domain_id: int
+    template_id: int
+    expected: int
+    max_objects: int
+    max_bytes: int
+    max_request_rate: int
+    crawler_traps: str
+
+
+@dataclass
+class _OpenJob:
+    template_id: int
+    largest: int
+    smallest: int = 0
+    total: int = 0
+    domains: set[int] = field(default_factory=set)
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class SplitRules:
+    """The caps of one split (from settings, per kind of harvest)."""
+
+    max_domains: int
+    max_objects: int
+    max_ratio: float
+
+    @classmethod
+    def for_kind(cls, kind: str) -> SplitRules:
+        return cls(
+            max_domains=(
+                settings.HARVEST_JOB_MAX_DOMAINS_SNAPSHOT
+                if kind == HarvestKind.SNAPSHOT
+                else settings.HARVEST_JOB_MAX_DOMAINS_SELECTIVE
+            ),
+            max_objects=settings.HARVEST_JOB_MAX_OBJECTS,
+            max_ratio=settings.HARVEST_JOB_MAX_SIZE_RATIO,
+        )
+
+
+def split(candidates, rules: SplitRules):
+    """Group candidates (sorted by template, then expected size, largest first) into jobs.
+
+    A generator of lists of candidates; each list is one job.
+    """
+    open_jobs: list[_OpenJob] = []
+    template_id = None
+    for candidate in candidates:
+        if candidate.template_id != template_id:
+            for job in open_jobs:
+                yield job.candidates
+            open_jobs, template_id = [], candidate.template_id
+        size = max(candidate.expected, 1)
+        chosen = None
+        for job in list(open_jobs):
+            if job.largest / size > rules.max_ratio:
+                # Sizes only go down from here: this job is complete.
+                open_jobs.remove(job)
+                yield job.candidates
+                continue
+            if candidate.domain_id in job.domains:
+                continue
+            if job.total + candidate.expected > rules.max_objects:
+                continue
+            chosen = job
+            break
+        if chosen is None:
+            chosen = _OpenJob(template_id=candidate.template_id, largest=size)
+            open_jobs.append(chosen)
+        chosen.candidates.append(candidate)
+        chosen.domains.add(candidate.domain_id)
+        chosen.total += candidate.expected
+        chosen.smallest = size
+        if len(chosen.candidates) >= rules.max_domains:
+            open_jobs.remove(chosen)
+            yield chosen.candidates
+    for job in open_jobs:
+        yield job.candidates
+
+
+# Candidates ------------------------------------------------------------------------------------
+
+
+def _expected_size() -> Coalesce:
+    """The best earlier harvest of the configuration's domain, or the default expectation."""
+    infos = HarvestInfo.objects.filter(domain=OuterRef("domain_id"))
+    completed = infos.filter(stop_reason=StopReason.COMPLETED).order_by("-created_at", "-pk")
+    largest = infos.order_by("-object_count", "-pk")
+    return Coalesce(
+        Subquery(completed.values("object_count")[:1]),
+        Subquery(largest.values("object_count")[:1]),
+        Value(settings.HARVEST_DEFAULT_EXPECTED_OBJECTS),
+        output_field=BigIntegerField(),
+    )
+
+
+def candidate_configurations(definition: HarvestDefinition, now=None):
+    """The configurations one run of a definition harvests, as a queryset (not yet evaluated)."""
+    if definition.is_selective:
+        return DomainConfiguration.objects.filter(harvest_definitions=definition)
+    if definition.continue_from_id:
+        last_run = (
+            HarvestRun.objects.filter(harvest_definition=definition.continue_from_id)
+            .order_by("-number")
+            .first()
+        )
+        return DomainConfiguration.objects.filter(
+            harvest_infos__job__run=last_run, harvest_infos__stop_reason__in=StopReason.harvest_wide_limits()
+        ).distinct()
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.HARVEST_ALIAS_TIMEOUT_DAYS)
+    return DomainConfiguration.objects.filter(
+        domain__is_active=True, domain__default_configuration=F("pk")
+    ).exclude(Q(domain__alias_of__isnull=False) & Q(domain__alias_updated_at__gt=cutoff))
+
+
+def candidates(definition: HarvestDefinition, now=None):
+    """Stream the run's candidates sorted by template, then expected size (largest first)."""
+    snapshot = definition.kind == HarvestKind.SNAPSHOT
+    harvest_objects = definition.max_objects_per_domain if snapshot else UNLIMITED
+    harvest_bytes = definition.max_bytes_per_domain if snapshot else UNLIMITED
+    expected = Case(
+        When(max_objects__gte=0, then=Least(_expected_size(), F("max_objects"))),
+        default=_expected_size(),
+        output_field=BigIntegerField(),
+    )
+    rows = (
+        candidate_configurations(definition, now)
+        .annotate(expected=expected)
+        .order_by("template_id", "-expected", "domain_id", "pk")
+        .values_list(
+            "pk",
+            "domain_id",
+            "template_id",
+            "expected",
+            "max_objects",
+            "max_bytes",
+            "max_request_rate",
+            "domain__crawler_traps",
+        )
+    )
+    for pk, domain_id, template_id, size, max_objects, max_bytes, rate, traps in rows.iterator(
+        chunk_size=CHUNK
+    ):
+        max_objects = limit_min(max_objects, harvest_objects)
+        if harvest_objects != UNLIMITED:
+            size = min(size, harvest_objects)
+        yield Candidate(
+            pk, domain_id, template_id, size, max_objects, limit_min(max_bytes, harvest_bytes), rate, traps
+        )
+
+
+# Writing jobs ----------------------------------------------------------------------------------
+
+
+def _seeds(configuration_ids: list[int]) -> dict[int, str]:
+    """Each configuration's seeds (all its seed lists, normalised, one per line)."""
+    through = SeedList.configurations.through
+    seeds: dict[int, dict[str, None]] = {}
+    for start in range(0, len(configuration_ids), CHUNK):
+        rows = through.objects.filter(domainconfiguration_id__in=configuration_ids[start : start + CHUNK])
+        for configuration_id, text in rows.values_list("domainconfiguration_id", "seedlist__seeds"):
+            for url in seed_list(text):
+                seeds.setdefault(configuration_id, {}).setdefault(url)
+    return {pk: "\n".join(urls) for pk, urls in seeds.items()}
+
+
+_COLUMNS = (
+    "job_id",
+    "configuration_id",
+    "domain_id",
+    "seeds",
+    "max_objects",
+    "max_bytes",
+    "max_request_rate",
+    "expected_objects",
+    "crawler_traps",
+)
+
+
+def _insert_entries(rows: list[tuple]) -> None:
+    """Insert job configurations: COPY on PostgreSQL, bulk INSERT elsewhere."""
+    if connection.vendor == "postgresql":
+        table = JobConfiguration._meta.db_table
+        with (
+            connection.cursor() as cursor,
+            cursor.copy(f"COPY {table} ({', '.join(_COLUMNS)}) FROM STDIN") as copy,
+        ):
+            for row in rows:
+                copy.write_row(row)
+        return
+    JobConfiguration.objects.bulk_create(
+        [JobConfiguration(**dict(zip(_COLUMNS, row, strict=True))) for row in rows], batch_size=500
+    )
+
+
+class _JobWriter:
+    """Writes the jobs of one run, with what each job freezes: template settings, traps, limits, seeds."""
+
+    def __init__(self, definition: HarvestDefinition, run: HarvestRun):
+        self.definition, self.run = definition, run
+        self.templates: dict[int, HarvestTemplate] = {}
+        global_traps = [
+            trap for lst in GlobalCrawlerTrapList.objects.filter(is_active=True) for trap in lst.trap_list
+        ]
+        self.traps = list(dict.fromkeys(global_traps + definition.trap_list))
+        self.jobs: list[Job] = []
+
+    def write(self, group: list[Candidate]) -> Job:
+        template = self.templates.get(group[0].template_id)
+        if template is None:
+            template = self.templates[group[0].template_id] = HarvestTemplate.objects.get(
+                pk=group[0].template_id
+            )
+        job = Job.objects.create(
+            harvest_definition=self.definition,
+            run=self.run,
+            run_number=self.run.number,
+            channel=self.definition.channel,
+            queue=self.definition.channel.queue,
+            template=template,
+            template_version=template.version,
+            template_settings=template.crawler_settings(),
+            crawler_traps=self.traps,
+            max_seconds=self.definition.max_job_seconds if not self.definition.is_selective else 0,
+            domain_count=len(group),
+            expected_objects=sum(c.expected for c in group),
+        )
+        seeds = _seeds([c.configuration_id for c in group])
+        _insert_entries(
+            [
+                (
+                    job.pk,
+                    c.configuration_id,
+                    c.domain_id,
+                    seeds.get(c.configuration_id, ""),
+                    c.max_objects,
+                    c.max_bytes,
+                    c.max_request_rate,
+                    c.expected,
+                    c.crawler_traps,
+                )
+                for c in group
+            ]
+        )
+        self.jobs.append(job)
+        return job
+
+
+def jobs_generate(*, definition: HarvestDefinition, run: HarvestRun, now=None) -> list[Job]:
+    """Split one run of a definition into jobs and submit them; returns the jobs."""
+    writer = _JobWriter(definition, run)
+    for group in split(candidates(definition, now), SplitRules.for_kind(definition.kind)):
+        writer.write(group)
+    # The crawl itself is queued from the job's channel queue (Job.queue) by the harvesting side.
+    return [job_transition(job=job, status=JobStatus.SUBMITTED) for job in writer.jobs]
+
+
+# Runs ------------------------------------------------------------------------------------------
+
+
+def _due_date(definition: HarvestDefinition, now) -> tuple[object, int]:
+    """The run to launch now and how many earlier due runs are skipped (never piled up)."""
+    if not definition.is_selective or definition.schedule is None:
+        return definition.next_date, 0
+    missed = definition.schedule.runs_between(definition.next_date, now)
+    if len(missed) <= 1:
+        return definition.next_date, 0
+    return missed[-1], len(missed) - 1
+
+
+def _following(definition: HarvestDefinition, now):
+    """The next run after this one, or None when the schedule has ended."""
+    if not definition.is_selective:
+        return None  # a snapshot runs once each time an operator starts it
+    schedule = definition.schedule
+    if schedule.end_kind == EndKind.RUNS and definition.runs_done >= schedule.max_runs:
+        return None
+    return schedule.next_run(now, inclusive=False)
+
+
+def definition_launch(*, definition_id: int, now=None) -> HarvestRun | None:
+    """Launch one run of a definition if it is due; None if it is not (or another launcher did)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        definition = (
+            HarvestDefinition.objects.select_for_update()
+            .select_related("schedule", "channel")
+            .filter(pk=definition_id)
+            .first()
+        )
+        if (
+            definition is None
+            or not definition.is_active
+            or not definition.next_date
+            or definition.next_date > now
+        ):
+            return None
+        scheduled_for, missed = _due_date(definition, now)
+        if missed:
+            logger.warning(
+                "%s: %d missed run(s) skipped since %s; launching the one due at %s",
+                definition.name,
+                missed,
+                definition.next_date.isoformat(),
+                scheduled_for.isoformat(),
+            )
+        try:
+            with transaction.atomic():
+                run = HarvestRun.objects.create(
+                    harvest_definition=definition,
+                    number=definition.runs_done + 1,
+                    scheduled_for=scheduled_for,
+                    missed=missed,
+                )
+        except IntegrityError:
+            logger.info("%s: run %d already launched", definition.name, definition.runs_done + 1)
+            return None
+        definition.runs_done += 1
+        definition.next_date = _following(definition, now)
+        definition.save(update_fields=["runs_done", "next_date"])
+        if definition.is_selective:
+            transfer_for_definition(definition=definition)
+        jobs = jobs_generate(definition=definition, run=run, now=now)
+        logger.info("%s: run %d launched with %d job(s)", definition.name, run.number, len(jobs))
+        return run
+
+
+def launch_due(*, now=None) -> list[HarvestRun]:
+    """Launch every due, active harvest definition (the launcher's beat task)."""
+    now = now or timezone.now()
+    due = HarvestDefinition.objects.filter(is_active=True, next_date__lte=now).order_by("next_date", "pk")
+    runs = []
+    for definition_id in due.values_list("pk", flat=True):
+        run = definition_launch(definition_id=definition_id, now=now)
+        if run is not None:
+            runs.append(run)
+    return runs

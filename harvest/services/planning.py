@@ -1,0 +1,215 @@
+"""Writes on templates, schedules, channels, harvest definitions, global traps and the mappings.
+
+Harvest definitions and templates are never deleted, only deactivated. A
+template's version goes up with every change of its crawler settings, so a
+job's frozen copy says which version it ran with.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from harvest.choices import HarvestKind
+from harvest.models import (
+    BudgetMapping,
+    CollectionMapping,
+    DomainConfiguration,
+    GlobalCrawlerTrapList,
+    HarvestChannel,
+    HarvestDefinition,
+    HarvestTemplate,
+    Schedule,
+)
+from webarchive.history import save_as
+from webarchive.permissions import ADD, CHANGE, DELETE, require
+
+
+def _save(obj, user, fields: dict, *, allowed: set[str] | None = None):
+    """Set fields, validate, save; the one write path of the simple planning objects."""
+    require(user, CHANGE if obj.pk else ADD, type(obj))
+    if allowed is not None and set(fields) - allowed:
+        raise ValidationError(
+            _("These fields cannot be set here: %(f)s.") % {"f": ", ".join(sorted(set(fields) - allowed))}
+        )
+    for name, value in fields.items():
+        setattr(obj, name, value)
+    obj.full_clean()
+    save_as(obj, user)
+    return obj
+
+
+@transaction.atomic
+def template_save(*, user=None, template: HarvestTemplate | None = None, **fields) -> HarvestTemplate:
+    """Create or change a harvest template; a change of its crawler settings is a new version."""
+    template = template or HarvestTemplate()
+    if template.pk:
+        template = HarvestTemplate.objects.select_for_update().get(pk=template.pk)
+        if any(
+            name in HarvestTemplate.SETTINGS and getattr(template, name) != value
+            for name, value in fields.items()
+        ):
+            template.version += 1
+    return _save(template, user, fields)
+
+
+@transaction.atomic
+def schedule_save(*, user=None, schedule: Schedule | None = None, **fields) -> Schedule:
+    """Create or change a schedule; the definitions using it get their next run recomputed."""
+    schedule = _save(schedule or Schedule(), user, fields)
+    now = timezone.now()
+    for definition in schedule.harvest_definitions.filter(is_active=True):
+        definition.next_date = schedule.next_run(max(now, schedule.start))
+        definition.save(update_fields=["next_date"])
+    return schedule
+
+
+@transaction.atomic
+def channel_save(*, user=None, channel: HarvestChannel | None = None, **fields) -> HarvestChannel:
+    """Create or change a harvest channel; making one the default takes it from the previous one."""
+    channel = channel or HarvestChannel()
+    if fields.get("is_default"):
+        kind = fields.get("is_snapshot", channel.is_snapshot)
+        HarvestChannel.objects.filter(is_snapshot=kind, is_default=True).exclude(pk=channel.pk).update(
+            is_default=False
+        )
+    return _save(channel, user, fields)
+
+
+@transaction.atomic
+def trap_list_save(
+    *, user=None, trap_list: GlobalCrawlerTrapList | None = None, **fields
+) -> GlobalCrawlerTrapList:
+    """Create or change a global crawler trap list."""
+    return _save(trap_list or GlobalCrawlerTrapList(), user, fields)
+
+
+# Harvest definitions ---------------------------------------------------------------------------
+
+SELECTIVE_FIELDS = {"name", "comments", "is_active", "channel", "schedule", "crawler_traps"}
+SNAPSHOT_FIELDS = {
+    "name",
+    "comments",
+    "is_active",
+    "channel",
+    "crawler_traps",
+    "max_objects_per_domain",
+    "max_bytes_per_domain",
+    "max_job_seconds",
+    "continue_from",
+}
+
+
+def default_channel(kind: str) -> HarvestChannel | None:
+    return HarvestChannel.objects.filter(is_snapshot=kind == HarvestKind.SNAPSHOT, is_default=True).first()
+
+
+@transaction.atomic
+def definition_save(
+    *,
+    user=None,
+    definition: HarvestDefinition | None = None,
+    kind: str | None = None,
+    configurations=None,
+    **fields,
+) -> HarvestDefinition:
+    """Create (with ``kind``) or change a harvest definition.
+
+    A selective definition's next run follows its schedule; a snapshot has no
+    schedule and runs when an operator says "run now".
+    """
+    if definition is None:
+        definition = HarvestDefinition(kind=HarvestKind(kind))
+        fields.setdefault("channel", default_channel(definition.kind))
+    else:
+        definition = HarvestDefinition.objects.select_for_update().get(pk=definition.pk)
+    allowed = SELECTIVE_FIELDS if definition.is_selective else SNAPSHOT_FIELDS
+    schedule_changed = "schedule" in fields and fields["schedule"] != definition.schedule
+    activated = fields.get("is_active") and not definition.is_active
+    if fields.get("channel") is None and "channel" in fields:
+        raise ValidationError({"channel": _("Choose a channel.")})
+    continue_from = fields.get("continue_from")
+    if continue_from is not None:
+        if continue_from.kind != HarvestKind.SNAPSHOT:
+            raise ValidationError({"continue_from": _("A snapshot continues another snapshot only.")})
+        if definition.pk and continue_from.pk == definition.pk:
+            raise ValidationError({"continue_from": _("A snapshot cannot continue itself.")})
+    if configurations is not None and not definition.is_selective:
+        raise ValidationError(_("A snapshot harvest takes every domain; it has no configuration list."))
+    is_new = definition.pk is None
+    _save(definition, user, fields, allowed=allowed)
+    if definition.is_selective and (is_new or schedule_changed or activated):
+        schedule = definition.schedule
+        definition.next_date = schedule.next_run(max(timezone.now(), schedule.start))
+        definition.save(update_fields=["next_date"])
+    if configurations is not None:
+        definition.configurations.set(configurations)
+    return definition
+
+
+@transaction.atomic
+def definition_set_active(*, definition: HarvestDefinition, is_active: bool, user=None) -> HarvestDefinition:
+    """Activate or deactivate a harvest definition (definitions are never deleted)."""
+    return definition_save(definition=definition, user=user, is_active=is_active)
+
+
+@transaction.atomic
+def definition_run_now(*, definition: HarvestDefinition, user=None) -> HarvestDefinition:
+    """Make a definition due now: the launcher makes its jobs within a minute."""
+    require(user, CHANGE, HarvestDefinition)
+    definition = HarvestDefinition.objects.select_for_update().get(pk=definition.pk)
+    if not definition.is_active:
+        raise ValidationError(_("%(name)s is inactive; activate it first.") % {"name": definition})
+    definition.next_date = timezone.now()
+    definition._history_user = user
+    definition.save(update_fields=["next_date"])
+    return definition
+
+
+@transaction.atomic
+def definition_configurations_change(
+    *,
+    definition: HarvestDefinition,
+    user=None,
+    add: list[DomainConfiguration] = (),
+    remove: list[DomainConfiguration] = (),
+) -> HarvestDefinition:
+    """Attach configurations to, or detach them from, a selective definition (a domain once at most)."""
+    require(user, CHANGE, HarvestDefinition)
+    if not definition.is_selective:
+        raise ValidationError(_("A snapshot harvest takes every domain; it has no configuration list."))
+    definition.configurations.remove(*remove)
+    definition.configurations.add(*add)
+    return definition
+
+
+# Mappings from selection -----------------------------------------------------------------------
+
+
+@transaction.atomic
+def collection_mapping_save(
+    *, user=None, mapping: CollectionMapping | None = None, **fields
+) -> CollectionMapping:
+    """Map a (collection, frequency) to a selective harvest definition."""
+    definition = fields.get("harvest_definition")
+    if definition is not None and definition.kind != HarvestKind.SELECTIVE:
+        raise ValidationError(
+            {"harvest_definition": _("Records are transferred to selective harvests only.")}
+        )
+    return _save(mapping or CollectionMapping(), user, fields)
+
+
+@transaction.atomic
+def budget_mapping_save(*, user=None, mapping: BudgetMapping | None = None, **fields) -> BudgetMapping:
+    """Map a (budget, depth) to a template and limits."""
+    return _save(mapping or BudgetMapping(), user, fields)
+
+
+@transaction.atomic
+def mapping_delete(*, mapping: CollectionMapping | BudgetMapping, user=None) -> None:
+    """Withdraw a mapping (configuration, not archival data); records are detached at the next transfer."""
+    require(user, DELETE, type(mapping))
+    mapping._history_user = user
+    mapping.delete()
