@@ -13,6 +13,7 @@ urlpatterns = [
     path("account/", views.AccountView.as_view(), name="account"),
     path("account/token/", views.TokenRegenerateView.as_view(), name="account-token"),
     path("selection/", include("selection.urls")),
+    path("harvest/", include("harvest.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The docs page is for people: send them to the login page, not a 401.
     path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),

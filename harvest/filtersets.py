@@ -1,0 +1,149 @@
+"""Filters of the planning side, shared by the HTML lists and the REST API."""
+
+import django_filters
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from harvest.choices import HarvestKind, JobStatus
+from harvest.models import (
+    Domain,
+    DomainConfiguration,
+    GlobalCrawlerTrapList,
+    HarvestChannel,
+    HarvestDefinition,
+    HarvestTemplate,
+    Job,
+    Schedule,
+    SeedList,
+    TransferReport,
+)
+from selection.filtersets import yes_no_filter
+from selection.models import Collection
+
+
+class DomainFilterSet(django_filters.FilterSet):
+    """Find domains by name, comment or crawler trap (NetarchiveSuite's "find domains")."""
+
+    q = django_filters.CharFilter(
+        method="search", label=_("Name"), help_text=_("Part of the name; * as wildcard.")
+    )
+    comments = django_filters.CharFilter(field_name="comments", lookup_expr="icontains", label=_("Comment"))
+    trap = django_filters.CharFilter(
+        field_name="crawler_traps", lookup_expr="icontains", label=_("Crawler trap")
+    )
+    is_active = yes_no_filter(_("Active"))
+    is_alias = django_filters.BooleanFilter(
+        field_name="alias_of", lookup_expr="isnull", exclude=True, label=_("Alias")
+    )
+
+    class Meta:
+        model = Domain
+        fields = ["q", "comments", "trap", "is_active", "is_alias"]
+
+    def search(self, queryset, name, value):
+        value = value.strip().lower()
+        if "*" in value:
+            pattern = "^" + ".*".join(part.replace(".", r"\.") for part in value.split("*")) + "$"
+            return queryset.filter(name__regex=pattern)
+        return queryset.filter(name__contains=value)
+
+
+class SeedListFilterSet(django_filters.FilterSet):
+    domain = django_filters.CharFilter(field_name="domain__name", label=_("Domain"))
+
+    class Meta:
+        model = SeedList
+        fields = ["domain", "name"]
+
+
+class ConfigurationFilterSet(django_filters.FilterSet):
+    domain = django_filters.CharFilter(field_name="domain__name", lookup_expr="icontains", label=_("Domain"))
+    name = django_filters.CharFilter(lookup_expr="icontains", label=_("Name"))
+    template = django_filters.ModelChoiceFilter(queryset=HarvestTemplate.objects.all(), label=_("Template"))
+    harvest_definition = django_filters.ModelChoiceFilter(
+        field_name="harvest_definitions",
+        queryset=HarvestDefinition.objects.all(),
+        label=_("Harvest definition"),
+    )
+    source_collection = django_filters.ModelChoiceFilter(
+        queryset=Collection.objects.all(), label=_("Transferred from collection")
+    )
+
+    class Meta:
+        model = DomainConfiguration
+        fields = ["domain", "name", "template", "harvest_definition", "source_collection"]
+
+
+class TemplateFilterSet(django_filters.FilterSet):
+    name = django_filters.CharFilter(lookup_expr="icontains", label=_("Name"))
+    is_active = yes_no_filter(_("Active"))
+
+    class Meta:
+        model = HarvestTemplate
+        fields = ["name", "is_active", "depth_policy"]
+
+
+class ScheduleFilterSet(django_filters.FilterSet):
+    name = django_filters.CharFilter(lookup_expr="icontains", label=_("Name"))
+
+    class Meta:
+        model = Schedule
+        fields = ["name", "unit"]
+
+
+class ChannelFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = HarvestChannel
+        fields = ["is_snapshot", "queue"]
+
+
+class HarvestDefinitionFilterSet(django_filters.FilterSet):
+    name = django_filters.CharFilter(lookup_expr="icontains", label=_("Name"))
+    kind = django_filters.ChoiceFilter(choices=HarvestKind.choices, label=_("Kind"))
+    is_active = yes_no_filter(_("Active"))
+    channel = django_filters.ModelChoiceFilter(queryset=HarvestChannel.objects.all(), label=_("Channel"))
+
+    class Meta:
+        model = HarvestDefinition
+        fields = ["name", "kind", "is_active", "channel", "schedule"]
+
+
+class TrapListFilterSet(django_filters.FilterSet):
+    is_active = yes_no_filter(_("Active"))
+
+    class Meta:
+        model = GlobalCrawlerTrapList
+        fields = ["is_active"]
+
+
+class TransferReportFilterSet(django_filters.FilterSet):
+    class Meta:
+        model = TransferReport
+        fields = ["collection", "harvest_definition"]
+
+
+class JobFilterSet(django_filters.FilterSet):
+    """Jobs by status, harvest definition, run, dates and id range."""
+
+    status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices, label=_("Status"))
+    harvest_definition = django_filters.ModelChoiceFilter(
+        queryset=HarvestDefinition.objects.all(), label=_("Harvest definition")
+    )
+    run = django_filters.NumberFilter(field_name="run_number", label=_("Run"))
+    channel = django_filters.ModelChoiceFilter(queryset=HarvestChannel.objects.all(), label=_("Channel"))
+    created_after = django_filters.DateFilter(
+        field_name="created_at", lookup_expr="date__gte", label=_("Created from")
+    )
+    created_before = django_filters.DateFilter(
+        field_name="created_at", lookup_expr="date__lte", label=_("Created until")
+    )
+    id_min = django_filters.NumberFilter(field_name="pk", lookup_expr="gte", label=_("From id"))
+    id_max = django_filters.NumberFilter(field_name="pk", lookup_expr="lte", label=_("To id"))
+    domain = django_filters.CharFilter(method="with_domain", label=_("Domain"))
+
+    class Meta:
+        model = Job
+        fields = ["status", "harvest_definition", "run", "channel"]
+
+    def with_domain(self, queryset, name, value):
+        return queryset.filter(Q(configurations__domain__name=value.strip().lower())).distinct()

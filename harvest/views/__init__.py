@@ -1,0 +1,1 @@
+"""Pages of the planning side (Planning and Operations areas)."""

@@ -1,0 +1,3 @@
+"""Placeholder: filled by the pages work."""
+
+urlpatterns = []
