@@ -275,7 +275,8 @@ def _check_configuration(configuration: DomainConfiguration, seed_lists) -> None
             errors["seed_lists"] = _("Choose at least one seed list.")
         elif any(s.domain_id != configuration.domain_id for s in seed_lists):
             errors["seed_lists"] = _("A configuration uses seed lists of its own domain only.")
-    if configuration.template_id and not configuration.template.is_active:
+    inactive = HarvestTemplate.objects.filter(pk=configuration.template_id, is_active=False).exists()
+    if configuration.template_id and inactive:
         old = (
             DomainConfiguration.objects.filter(pk=configuration.pk)
             .values_list("template_id", flat=True)

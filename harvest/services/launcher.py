@@ -351,7 +351,7 @@ def definition_launch(*, definition_id: int, now=None) -> HarvestRun | None:
     now = now or timezone.now()
     with transaction.atomic():
         definition = (
-            HarvestDefinition.objects.select_for_update()
+            HarvestDefinition.objects.select_for_update(of=("self",))
             .select_related("schedule", "channel")
             .filter(pk=definition_id)
             .first()

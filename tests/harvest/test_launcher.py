@@ -1,0 +1,345 @@
+"""The launcher: due definitions become runs and jobs, split by NetarchiveSuite's rules."""
+
+import threading
+from datetime import timedelta
+
+import pytest
+from django.db import close_old_connections, connection
+from django.utils import timezone
+
+from harvest.choices import JobStatus, StopReason
+from harvest.models import HarvestDefinition, HarvestRun, Job, JobConfiguration
+from harvest.services.domains import configuration_save, domain_set_alias, domain_update, seed_list_save
+from harvest.services.jobs import harvest_info_record, job_transition
+from harvest.services.launcher import Candidate, SplitRules, definition_launch, launch_due, split
+from harvest.services.planning import (
+    definition_configurations_change,
+    definition_run_now,
+    definition_save,
+    schedule_save,
+    template_save,
+    trap_list_save,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def candidate(pk, expected, *, domain=None, template=1):
+    return Candidate(pk, domain or pk, template, expected, -1, -1, 0, "")
+
+
+def groups(cands, **rules):
+    options = {"max_domains": 1000, "max_objects": 10**9, "max_ratio": 100.0, **rules}
+    return [[c.configuration_id for c in group] for group in split(iter(cands), SplitRules(**options))]
+
+
+# Splitting, on crafted candidates -----------------------------------------------------------------
+
+
+def test_a_job_holds_one_template():
+    cands = [candidate(1, 50, template=1), candidate(2, 40, template=1), candidate(3, 30, template=2)]
+    assert groups(cands) == [[1, 2], [3]]
+
+
+def test_a_domain_is_in_a_job_once():
+    cands = [candidate(1, 50, domain=7), candidate(2, 40, domain=7), candidate(3, 30, domain=8)]
+    assert groups(cands) == [[1, 3], [2]]
+
+
+def test_the_size_ratio_caps_a_job():
+    cands = [candidate(i, size) for i, size in enumerate([10_000, 5_000, 100, 99, 50, 1], start=1)]
+    assert groups(cands, max_ratio=100) == [[1, 2, 3], [4, 5, 6]]
+    assert groups(cands, max_ratio=2) == [[1, 2], [3, 4, 5], [6]]
+
+
+def test_the_domain_count_caps_a_job():
+    cands = [candidate(i, 100) for i in range(1, 8)]
+    assert groups(cands, max_domains=3) == [[1, 2, 3], [4, 5, 6], [7]]
+
+
+def test_the_expected_objects_cap_a_job():
+    cands = [candidate(1, 600), candidate(2, 500), candidate(3, 400), candidate(4, 100)]
+    assert groups(cands, max_objects=1000) == [[1, 3], [2, 4]]
+
+
+def test_a_candidate_larger_than_the_object_cap_gets_a_job_of_its_own():
+    assert groups([candidate(1, 5000), candidate(2, 10)], max_objects=1000, max_ratio=1000) == [[1], [2]]
+
+
+def test_splitting_streams_without_reading_ahead():
+    seen = []
+
+    def stream():
+        for i in range(1, 10):
+            seen.append(i)
+            yield candidate(i, 1000 // i)
+
+    jobs = split(stream(), SplitRules(max_domains=3, max_objects=10**9, max_ratio=100))
+    first = next(jobs)
+    assert [c.configuration_id for c in first] == [1, 2, 3]
+    assert seen == [1, 2, 3]
+
+
+# Jobs from the database -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def domains(make_domain):
+    return [make_domain(f"site{i}.fr") for i in range(6)]
+
+
+def history(definition, domain, objects, stop=StopReason.COMPLETED):
+    """An earlier harvest of a domain (a finished job of another run)."""
+    run = HarvestRun.objects.create(
+        harvest_definition=definition, number=HarvestRun.objects.count() + 1000, scheduled_for=timezone.now()
+    )
+    job = Job.objects.create(
+        harvest_definition=definition,
+        run=run,
+        run_number=run.number,
+        channel=definition.channel,
+        queue="crawl-low",
+        template=domain.default_configuration.template,
+        template_version=1,
+        template_settings={},
+    )
+    return harvest_info_record(
+        job=job,
+        configuration=domain.default_configuration,
+        object_count=objects,
+        byte_count=0,
+        stop_reason=stop,
+    )
+
+
+def launch(definition):
+    definition_run_now(definition=definition)
+    return definition_launch(definition_id=definition.pk)
+
+
+def test_snapshot_takes_active_non_alias_domains_with_expected_sizes(snapshot, domains, settings):
+    settings.HARVEST_DEFAULT_EXPECTED_OBJECTS = 500
+    settings.HARVEST_JOB_MAX_SIZE_RATIO = 20
+    old = HarvestDefinition.objects.create(name="old", kind="snapshot", channel=snapshot.channel)
+    history(old, domains[0], 20_000)  # completed: the expectation
+    history(old, domains[1], 90, StopReason.OBJECT_LIMIT)
+    history(old, domains[1], 3_000, StopReason.BYTE_LIMIT)  # none completed: the largest
+    history(old, domains[2], 7_000)
+    history(old, domains[2], 40)  # the most recent completed one wins
+    domain_set_alias(domain=domains[3], alias_of=domains[4])
+    domain_update(domain=domains[5], is_active=False)
+    run = launch(snapshot)
+    entries = JobConfiguration.objects.filter(job__run=run).select_related("domain")
+    expected = {e.domain.name: e.expected_objects for e in entries}
+    assert expected == {"site0.fr": 20_000, "site1.fr": 3_000, "site2.fr": 40, "site4.fr": 500}
+    # Ratio 20: 20,000 and 3,000 together; 500 would be 40 times smaller than 20,000: a new job, with 40.
+    jobs = [sorted(e.domain.name for e in entries.filter(job=job)) for job in run.jobs.order_by("pk")]
+    assert jobs == [["site0.fr", "site1.fr"], ["site2.fr", "site4.fr"]]
+    assert all(job.status == JobStatus.SUBMITTED and job.submitted_at for job in run.jobs.all())
+    assert all(job.queue == "crawl-low" for job in run.jobs.all())
+
+
+def test_snapshot_limits_cap_configurations_and_expectations(snapshot, domains):
+    domains[0].default_configuration.max_objects = 100
+    configuration_save(configuration=domains[0].default_configuration, max_objects=100)
+    snapshot = definition_save(definition=snapshot, max_objects_per_domain=1000, max_bytes_per_domain=10**6)
+    run = launch(snapshot)
+    entry = JobConfiguration.objects.get(job__run=run, domain=domains[0])
+    assert (entry.max_objects, entry.max_bytes, entry.expected_objects) == (100, 10**6, 100)
+    other = JobConfiguration.objects.get(job__run=run, domain=domains[1])
+    assert (other.max_objects, other.expected_objects) == (1000, 1000)
+
+
+def test_jobs_freeze_template_settings_seeds_and_traps(selective, domains, template):
+    template_save(template=template, obey_robots=False)  # version 2
+    configuration = configuration_save(
+        domain=domains[0],
+        name="deep",
+        template=template,
+        seed_lists=[
+            seed_list_save(domain=domains[0], name="s", seeds="http://site0.fr/a\nhttp://SITE0.fr/a")
+        ],
+        max_objects=77,
+    )
+    domain_update(domain=domains[0], crawler_traps=".*/agenda/.*")
+    trap_list_save(name="calendars", traps=r".*\d{4}/\d{2}/\d{2}.*")
+    trap_list_save(name="off", traps=".*off.*", is_active=False)
+    selective = definition_save(definition=selective, crawler_traps=".*sessionid.*")
+    definition_configurations_change(definition=selective, add=[configuration])
+    run = launch(selective)
+    (job,) = run.jobs.all()
+    template_save(template=template, obey_robots=True)  # later edits do not change the job
+    job.refresh_from_db()
+    assert job.template_version == 2 and job.template_settings["obey_robots"] is False
+    assert job.template_settings["template"] == template.name
+    assert job.crawler_traps == [r".*\d{4}/\d{2}/\d{2}.*", ".*sessionid.*"]
+    entry = job.configurations.get()
+    assert entry.seed_urls == ["http://site0.fr/a"]
+    assert (entry.max_objects, entry.crawler_traps) == (77, ".*/agenda/.*")
+
+
+def test_selective_jobs_split_by_template_and_domain(selective, domains, template):
+    extra = configuration_save(
+        domain=domains[0],
+        name="second",
+        template=domains[0].default_configuration.template,
+        seed_lists=list(domains[0].seed_lists.all()),
+    )
+    other_template = configuration_save(
+        domain=domains[1], name="t", template=template, seed_lists=list(domains[1].seed_lists.all())
+    )
+    definition_configurations_change(
+        definition=selective,
+        add=[domains[0].default_configuration, extra, domains[2].default_configuration, other_template],
+    )
+    run = launch(selective)
+    contents = sorted(
+        sorted(f"{e.domain.name}/{e.configuration.name}" for e in job.configurations.all())
+        for job in run.jobs.all()
+    )
+    assert contents == [
+        ["site0.fr/defaultconfig", "site2.fr/defaultconfig"],
+        ["site0.fr/second"],
+        ["site1.fr/t"],
+    ]
+    for job in run.jobs.all():
+        assert {e.configuration.template_id for e in job.configurations.all()} == {job.template_id}
+
+
+def test_continue_from_takes_the_domains_stopped_at_harvest_limits(snapshot, domains):
+    run = launch(snapshot)
+    job = run.jobs.first()
+    reasons = [
+        StopReason.OBJECT_LIMIT,
+        StopReason.COMPLETED,
+        StopReason.BYTE_LIMIT,
+        StopReason.CONFIG_OBJECT_LIMIT,
+    ]
+    for domain, reason in zip(domains, reasons, strict=False):
+        harvest_info_record(
+            job=job,
+            configuration=domain.default_configuration,
+            object_count=10,
+            byte_count=1,
+            stop_reason=reason,
+        )
+    follow_up = definition_save(kind="snapshot", name="follow-up", continue_from=snapshot)
+    entries = JobConfiguration.objects.filter(job__run=launch(follow_up))
+    assert sorted(e.domain.name for e in entries) == ["site0.fr", "site2.fr"]
+
+
+def test_a_run_is_launched_once_and_the_next_date_follows_the_schedule(domains):
+    start = timezone.now() - timedelta(days=10)
+    schedule = schedule_save(name="daily", start=start, unit="day")
+    definition = definition_save(kind="selective", name="daily-run", schedule=schedule)
+    definition_configurations_change(definition=definition, add=[domains[0].default_configuration])
+    HarvestDefinition.objects.filter(pk=definition.pk).update(
+        next_date=timezone.now() - timedelta(days=3, hours=1)
+    )
+    (run,) = launch_due()
+    assert run.number == 1 and run.missed == 3  # four due dates: the last is launched, three skipped
+    definition.refresh_from_db()
+    assert definition.runs_done == 1 and definition.next_date > timezone.now()
+    assert definition.next_date - timezone.now() <= timedelta(days=1)
+    assert launch_due() == []
+    assert Job.objects.filter(harvest_definition=definition).count() == 1
+
+
+def test_a_schedule_of_n_runs_stops_after_them(domains):
+    schedule = schedule_save(
+        name="twice", start=timezone.now() - timedelta(days=5), unit="day", end_kind="runs", max_runs=2
+    )
+    definition = definition_save(kind="selective", name="twice", schedule=schedule)
+    for _ in range(2):
+        HarvestDefinition.objects.filter(pk=definition.pk).update(next_date=timezone.now())
+        assert len(launch_due()) == 1
+    definition.refresh_from_db()
+    assert definition.runs_done == 2 and definition.next_date is None
+
+
+def test_inactive_definitions_are_not_launched(snapshot, domains):
+    definition_run_now(definition=snapshot)
+    definition_save(definition=snapshot, is_active=False)
+    assert launch_due() == []
+
+
+def test_a_snapshot_runs_once_per_run_now(snapshot, domains):
+    launch(snapshot)
+    snapshot.refresh_from_db()
+    assert snapshot.next_date is None and snapshot.runs_done == 1
+    assert launch_due() == []
+
+
+def test_the_launch_transfers_mapped_collections_first(selective):
+    from harvest.services.planning import collection_mapping_save
+    from selection.choices import RecordStatus
+    from tests.factories import CollectionFactory, RecordFactory
+
+    collection = CollectionFactory(name="News")
+    collection_mapping_save(collection=collection, frequency="monthly", harvest_definition=selective)
+    RecordFactory(collection=collection, url="http://journal.fr/", status=RecordStatus.VALIDATED)
+    run = launch(selective)
+    assert [e.domain.name for e in JobConfiguration.objects.filter(job__run=run)] == ["journal.fr"]
+    assert selective.transfer_reports.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_launchers_at_once_produce_one_set_of_jobs(make_domain):
+    if connection.vendor == "sqlite" and connection.settings_dict["NAME"].startswith("file:memorydb"):
+        pytest.skip("an in-memory SQLite database is not shared between threads")
+    for i in range(20):
+        make_domain(f"d{i}.fr")
+    snapshot = definition_save(kind="snapshot", name="concurrent")
+    definition_run_now(definition=snapshot)
+    barrier = threading.Barrier(2)
+    results, errors = [], []
+
+    def run():
+        try:
+            barrier.wait()
+            results.append(launch_due())
+        except Exception as error:  # reported below
+            errors.append(error)
+        finally:
+            close_old_connections()
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert sorted(len(r) for r in results) == [0, 1]
+    assert HarvestRun.objects.filter(harvest_definition=snapshot).count() == 1
+    assert JobConfiguration.objects.filter(job__harvest_definition=snapshot).count() == 20
+
+
+# Job transitions -----------------------------------------------------------------------------------
+
+
+def test_job_transitions_are_checked(snapshot, domains):
+    from django.core.exceptions import ValidationError
+
+    from harvest.services.jobs import JOB_TRANSITIONS, job_resubmit
+
+    job = launch(snapshot).jobs.get()
+    assert job.status == JobStatus.SUBMITTED
+    with pytest.raises(ValidationError, match="cannot become done"):
+        job_transition(job=job, status=JobStatus.DONE)
+    job = job_transition(job=job, status=JobStatus.STARTED)
+    job = job_transition(job=job, status=JobStatus.FAILED, error="worker lost")
+    assert job.errors == "worker lost" and job.ended_at
+    copy_of = job_resubmit(job=job)
+    job.refresh_from_db()
+    assert job.status == JobStatus.RESUBMITTED and job.resubmitted_as == copy_of
+    assert copy_of.status == JobStatus.SUBMITTED
+    assert copy_of.configurations.count() == job.configurations.count() == len(domains)
+    with pytest.raises(ValidationError):
+        job_resubmit(job=job)  # already resubmitted
+    done = job_transition(job=job_transition(job=copy_of, status=JobStatus.STARTED), status=JobStatus.DONE)
+    with pytest.raises(ValidationError, match="A job that is done cannot become resubmitted"):
+        job_resubmit(job=done)
+    # Every status is in the table, and the table's terminal states have no way out.
+    assert set(JOB_TRANSITIONS) == set(JobStatus.values)
+    assert JOB_TRANSITIONS[JobStatus.DONE] == JOB_TRANSITIONS[JobStatus.RESUBMITTED] == frozenset()
