@@ -33,3 +33,20 @@ def test_demo_can_run_again_without_duplicating():
     collections = Collection.objects.count()
     call_command("demo", stdout=StringIO())
     assert Collection.objects.count() == collections
+
+
+def test_demo_plans_a_harvest_of_the_test_website():
+    from harvest.models import DomainConfiguration, HarvestDefinition, TransferReport
+
+    call_command("demo", stdout=StringIO())
+    definition = HarvestDefinition.objects.get(name="Test website weekly")
+    assert definition.is_active and definition.next_date is not None
+    (configuration,) = definition.configurations.all()
+    assert configuration.domain.name == "127.0.0.1"
+    assert configuration.seed_lists.get().seed_urls[0].startswith("http://127.0.0.1:")
+    first_run = TransferReport.objects.count()
+    configurations = DomainConfiguration.objects.count()
+    call_command("demo", stdout=StringIO())
+    assert DomainConfiguration.objects.count() == configurations
+    second_run = TransferReport.objects.order_by("pk")[first_run:]
+    assert second_run and all(r.created == r.updated == r.detached == 0 for r in second_run)

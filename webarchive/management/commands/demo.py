@@ -1,8 +1,13 @@
-"""Demo data: one user per role, an administrator, and a few collections. Safe to run again."""
+"""Demo data: users for each role, collections, records and their planning. Safe to run again."""
+
+import os
 
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from harvest.models import CollectionMapping, GlobalCrawlerTrapList, HarvestDefinition, Schedule
+from harvest.services.planning import collection_mapping_save, definition_save, schedule_save, trap_list_save
+from harvest.services.transfer import transfer_collection
 from selection.choices import CheckStatus, CollectionKind
 from selection.models import Collection, Record
 from selection.services import (
@@ -48,7 +53,19 @@ DEMO_COLLECTIONS = [
         [],
         ["Laboratories", "Journals"],
     ),
+    (
+        "Test website",
+        CollectionKind.PROJECT,
+        "The synthetic website started with the demo (make run): what the demo can really harvest.",
+        ["librarian"],
+        ["Test pages"],
+    ),
 ]
+
+
+def testsite_url() -> str:
+    return f"http://127.0.0.1:{os.environ.get('WEBARCHIVE_TESTSITE_PORT', '8001')}/"
+
 
 DEMO_RECORDS = [
     # collection, url, theme, budget, frequency, depth, keywords, status
@@ -92,6 +109,21 @@ DEMO_RECORDS = [
         ["physics"],
         "validated",
     ),
+    ("Test website", testsite_url(), "Test pages", "small", "weekly", "host", ["demo"], "validated"),
+]
+
+DEMO_SCHEDULES = [
+    # name, fields
+    ("Weekly, Monday 02:00", {"unit": "week", "at_weekday": 0, "at_hour": 2, "at_minute": 0}),
+    ("Monthly, 1st at 03:00", {"unit": "month", "at_day": 1, "at_hour": 3, "at_minute": 0}),
+    ("Twice a year", {"unit": "month", "every": 6, "at_day": 15, "at_hour": 1, "at_minute": 0}),
+]
+
+DEMO_DEFINITIONS = [
+    # name, schedule, [(collection, frequency)]
+    ("News weekly", "Weekly, Monday 02:00", [("News and press", "weekly"), ("Elections 2027", "weekly")]),
+    ("Test website weekly", "Weekly, Monday 02:00", [("Test website", "weekly")]),
+    ("Science twice a year", "Twice a year", [("Science and research", "twice-yearly")]),
 ]
 
 
@@ -157,7 +189,55 @@ class Command(BaseCommand):
             if status != record.status:
                 record_set_status(record=record, user=curator, status=status)
 
+        self._planning(collections, curator)
+
         self.stdout.write(self.style.SUCCESS("Demo data loaded. Demo logins (user / password / role):"))
         for username, roles, superuser, _first, _last in DEMO_USERS:
             role = ", ".join(str(r.label) for r in roles) or ("Administrator" if superuser else "—")
             self.stdout.write(f"  {username:<10} {demo_password(username):<16} {role}")
+
+    def _planning(self, collections, curator):
+        """Schedules, harvest definitions mapped from the collections, a snapshot, and the transfer."""
+        schedules = {}
+        for name, fields in DEMO_SCHEDULES:
+            schedules[name] = Schedule.objects.filter(name=name).first() or schedule_save(
+                user=curator, name=name, **fields
+            )
+        for name, schedule, mappings in DEMO_DEFINITIONS:
+            definition = HarvestDefinition.objects.filter(name=name).first() or definition_save(
+                user=curator, kind="selective", name=name, schedule=schedules[schedule]
+            )
+            for collection, frequency in mappings:
+                if not CollectionMapping.objects.filter(
+                    collection=collections[collection], frequency=frequency
+                ).exists():
+                    collection_mapping_save(
+                        user=curator,
+                        collection=collections[collection],
+                        frequency=frequency,
+                        harvest_definition=definition,
+                    )
+        if not HarvestDefinition.objects.filter(name="Broad crawl 2026").exists():
+            definition_save(
+                user=curator,
+                kind="snapshot",
+                name="Broad crawl 2026",
+                comments="The yearly snapshot of the national domain; started with “Run now”.",
+                max_objects_per_domain=10_000,
+                max_bytes_per_domain=500_000_000,
+            )
+        if not GlobalCrawlerTrapList.objects.filter(name="Calendars").exists():
+            trap_list_save(
+                user=curator,
+                name="Calendars",
+                description="Calendar pages that go on for ever.",
+                traps="\n".join(
+                    [
+                        "# Day pages of calendars",
+                        r".*/calendar/\d{4}-\d{2}-\d{2}.*",
+                        r".*[?&]month=\d+&year=\d+.*",
+                    ]
+                ),
+            )
+        for collection in collections.values():
+            transfer_collection(collection=collection, user=curator)
