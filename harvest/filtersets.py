@@ -1,5 +1,7 @@
 """Filters of the planning side, shared by the HTML lists and the REST API."""
 
+import re
+
 import django_filters
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
@@ -32,9 +34,7 @@ class DomainFilterSet(django_filters.FilterSet):
         field_name="crawler_traps", lookup_expr="icontains", label=_("Crawler trap")
     )
     is_active = yes_no_filter(_("Active"))
-    is_alias = django_filters.BooleanFilter(
-        field_name="alias_of", lookup_expr="isnull", exclude=True, label=_("Alias")
-    )
+    is_alias = yes_no_filter(_("Alias"), field_name="alias_of", lookup_expr="isnull", exclude=True)
 
     class Meta:
         model = Domain
@@ -43,7 +43,7 @@ class DomainFilterSet(django_filters.FilterSet):
     def search(self, queryset, name, value):
         value = value.strip().lower()
         if "*" in value:
-            pattern = "^" + ".*".join(part.replace(".", r"\.") for part in value.split("*")) + "$"
+            pattern = "^" + ".*".join(re.escape(part) for part in value.split("*")) + "$"
             return queryset.filter(name__regex=pattern)
         return queryset.filter(name__contains=value)
 

@@ -9,10 +9,10 @@ from selection.choices import Budget, CheckStatus, Depth, Frequency, RecordStatu
 from selection.models import Collection, Keyword, Record, Theme
 
 
-def yes_no_filter(label):
+def yes_no_filter(label, **options):
     """A yes/no filter whose empty choice reads "any", not django-filter's "Unknown"."""
     choices = [("", _("any")), ("true", _("yes")), ("false", _("no"))]
-    return django_filters.BooleanFilter(label=label, widget=forms.Select(choices=choices))
+    return django_filters.BooleanFilter(label=label, widget=forms.Select(choices=choices), **options)
 
 
 class UserOrMeFilter(django_filters.CharFilter):

@@ -226,6 +226,8 @@ SPECTACULAR_SETTINGS = {
         "BudgetEnum": "selection.choices.Budget",
         "FrequencyEnum": "selection.choices.Frequency",
         "DepthEnum": "selection.choices.Depth",
+        "RecordStatusEnum": "selection.choices.RecordStatus",
+        "JobStatusEnum": "harvest.choices.JobStatus",
     },
 }
 

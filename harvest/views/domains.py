@@ -1,3 +1,701 @@
-"""Placeholder: filled by the pages work."""
+"""Planning pages: domains, their seed lists and configurations, templates and global crawler traps.
 
-urlpatterns = []
+Every form hands its input to one service (``harvest.services``), which
+decides and whose refusals are shown at the field they concern. Domains are
+never deleted: no page here offers it.
+"""
+
+from django import forms
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import QueryDict
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.formats import date_format
+from django.utils.functional import cached_property
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+from django.views.generic import View
+
+from harvest.filtersets import ConfigurationFilterSet, DomainFilterSet, TemplateFilterSet, TrapListFilterSet
+from harvest.forms.domains import (
+    TEMPLATE_GROUPS,
+    ConfigurationForm,
+    ConfigurationLimitsForm,
+    DomainAliasForm,
+    DomainCreateForm,
+    DomainEditForm,
+    DomainListForm,
+    SeedListForm,
+    TemplateForm,
+    TrapListForm,
+)
+from harvest.models import Domain, DomainConfiguration, GlobalCrawlerTrapList, HarvestTemplate, SeedList
+from harvest.services import domains as domain_services
+from harvest.services import planning as planning_services
+from webarchive.forms import add_bootstrap_classes
+from webarchive.permissions import ADD, CHANGE, DELETE, Area, can
+from webarchive.views import (
+    AreaRequiredMixin,
+    ObjectDetailView,
+    ObjectListView,
+    ServiceFormView,
+    display_value,
+)
+
+PLANNING = Area.PLANNING
+SHOWN_NAMES = 200  # of the new and known names of a checked list; the counts say how many in all
+SHOWN_REFUSALS = 1000  # refused lines listed after a check
+MAX_BULK_LIMITS = 10_000  # configurations changed by one bulk change of budget
+
+
+def local_date(value) -> str:
+    return date_format(timezone.localtime(value), "Y-m-d")
+
+
+class PlanningFormView(ServiceFormView):
+    """A Planning form. With ``model``, it is about the object whose pk is in the URL; a ModelForm
+    gets a copy of it (the form writes its input into its instance, the page keeps the saved one).
+
+    ``title`` may name the object (``%(name)s``) or its domain (``%(domain)s``).
+    """
+
+    area = PLANNING
+    template_name = "harvest/domain_form.html"
+    model = None
+    related: tuple[str, ...] = ()  # select_related of the object
+    cancel = ""  # URL name of the page "Cancel" goes back to, when there is no object nor domain
+
+    @cached_property
+    def object(self):
+        return get_object_or_404(self.model.objects.select_related(*self.related), pk=self.kwargs["pk"])
+
+    @cached_property
+    def domain(self) -> Domain | None:
+        """The domain the page is about: in the URL, the object itself, or the object's."""
+        if "domain_pk" in self.kwargs:
+            return get_object_or_404(Domain, pk=self.kwargs["domain_pk"])
+        if self.model is None:
+            return None
+        return self.object if isinstance(self.object, Domain) else getattr(self.object, "domain", None)
+
+    def get_form_kwargs(self):
+        kwargs = super().get_form_kwargs()
+        if self.model is not None and issubclass(self.get_form_class(), forms.ModelForm):
+            kwargs["instance"] = self.model.objects.get(pk=self.object.pk)
+        return kwargs
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        obj = self.object if self.model is not None else None
+        names = {"name": getattr(obj, "name", ""), "domain": self.domain}
+        back = next((o for o in (obj, self.domain) if hasattr(o, "get_absolute_url")), None)
+        context.update(
+            {
+                "title": str(self.title) % names,
+                "object": obj,
+                "domain": self.domain,
+                "cancel_url": back.get_absolute_url() if back else reverse(self.cancel),
+            }
+        )
+        return context
+
+
+def messages_from(request, error: ValidationError) -> None:
+    for message in error.messages:
+        messages.error(request, message)
+
+
+# Domains ---------------------------------------------------------------------------------------
+
+
+class DomainListView(ObjectListView):
+    area = PLANNING
+    queryset = Domain.objects.select_related("alias_of")
+    filterset_class = DomainFilterSet
+    columns = ["name", "alias_of", "is_active", "updated_at"]
+    template_name = "harvest/domain_list.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["may_add"] = can(self.request.user, ADD, Domain)
+        return context
+
+
+class DomainDetailView(ObjectDetailView):
+    area = PLANNING
+    queryset = Domain.objects.select_related("alias_of", "default_configuration")
+    fields = ["comments", "crawler_traps", "is_active", "created_at"]
+    template_name = "harvest/domain_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        domain = self.object
+        user = self.request.user
+        aliases = domain.aliases.order_by("name")
+        context.update(
+            {
+                "configurations": domain.configurations.select_related("template", "source_collection")
+                .prefetch_related("seed_lists", "harvest_definitions")
+                .order_by("name"),
+                "seed_lists": domain.seed_lists.prefetch_related("configurations").order_by("name"),
+                "aliases": aliases[:100],
+                "alias_count": aliases.count(),
+                "alias_form": DomainAliasForm(
+                    initial={"alias_of": domain.alias_of.name if domain.alias_of else ""}
+                ),
+                "may_change": can(user, CHANGE, Domain),
+                "may_add_seed_list": can(user, ADD, SeedList),
+                "may_change_seed_list": can(user, CHANGE, SeedList),
+                "may_delete_seed_list": can(user, DELETE, SeedList),
+                "may_add_configuration": can(user, ADD, DomainConfiguration),
+            }
+        )
+        return context
+
+
+class DomainCreateView(PlanningFormView):
+    model_permission = (ADD, Domain)
+    form_class = DomainCreateForm
+    title = gettext_lazy("New domain")
+    submit_label = gettext_lazy("Create the domain")
+    cancel = "harvest:domain_list"
+
+    def perform(self, form):
+        domain = domain_services.domain_create(user=self.request.user, **form.cleaned_data)
+        messages.success(
+            self.request,
+            _("The domain %(name)s was created with its default seed list and configuration.")
+            % {"name": domain},
+        )
+        return domain
+
+
+class DomainBulkCreateView(PlanningFormView):
+    """Paste or upload a list: first the check (new, known, refused lines), then the creation."""
+
+    model_permission = (ADD, Domain)
+    form_class = DomainListForm
+    template_name = "harvest/domain_bulk_create.html"
+    title = gettext_lazy("Add a list of domains")
+    cancel = "harvest:domain_list"
+
+    checked_text = None  # the list that was read, shown as its check under the form
+
+    def form_valid(self, form):
+        self.checked_text = form.cleaned_data["text"]
+        if "create" not in self.request.POST:
+            return self.render_to_response(self.get_context_data(form=form))
+        return super().form_valid(form)
+
+    def perform(self, form):
+        try:
+            report = domain_services.domains_create_from_list(
+                text=form.cleaned_data["text"],
+                user=self.request.user,
+                skip_invalid=form.cleaned_data["skip_invalid"],
+            )
+        except ValidationError as error:
+            if hasattr(error, "error_dict"):
+                raise
+            # One message per refused line: they are listed with their reasons under the form.
+            raise ValidationError(
+                ngettext(
+                    "%(n)d line is refused, so nothing was created: correct it, or tick "
+                    "“create the valid ones and skip the refused lines”.",
+                    "%(n)d lines are refused, so nothing was created: correct them, or tick "
+                    "“create the valid ones and skip the refused lines”.",
+                    len(error.messages),
+                )
+                % {"n": len(error.messages)}
+            ) from error
+        summary = [
+            ngettext("%(n)d domain created", "%(n)d domains created", report.created) % {"n": report.created},
+            ngettext("%(n)d already known", "%(n)d already known", len(report.existing))
+            % {"n": len(report.existing)},
+        ]
+        if report.errors:
+            summary.append(
+                ngettext("%(n)d refused line skipped", "%(n)d refused lines skipped", len(report.errors))
+                % {"n": len(report.errors)}
+            )
+        messages.success(self.request, "; ".join(summary) + ".")
+        return reverse("harvest:domain_list")
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        text = self.checked_text
+        if text:
+            report = domain_services.domain_list_check(text)
+            context.update(
+                {
+                    "report": report,
+                    "text": text,
+                    "new_shown": report.new[:SHOWN_NAMES],
+                    "existing_shown": report.existing[:SHOWN_NAMES],
+                    "errors_shown": report.errors[:SHOWN_REFUSALS],
+                }
+            )
+        return context
+
+
+class DomainEditView(PlanningFormView):
+    model = Domain
+    model_permission = (CHANGE, Domain)
+    form_class = DomainEditForm
+    title = gettext_lazy("Edit the domain %(name)s")
+
+    def perform(self, form):
+        domain = domain_services.domain_update(
+            domain=self.object, user=self.request.user, **form.cleaned_data
+        )
+        messages.success(self.request, _("The domain %(name)s was saved.") % {"name": domain})
+        return domain
+
+
+class DomainAliasView(PlanningFormView):
+    """Make the domain an alias of another, renew it (the same target again), or clear it."""
+
+    model = Domain
+    related = ("alias_of",)
+    model_permission = (CHANGE, Domain)
+    form_class = DomainAliasForm
+    title = gettext_lazy("Alias of %(name)s")
+    submit_label = gettext_lazy("Save the alias")
+
+    def get_initial(self):
+        return {"alias_of": self.object.alias_of.name if self.object.alias_of else ""}
+
+    def perform(self, form):
+        domain = domain_services.domain_set_alias(
+            domain=self.object, alias_of=form.cleaned_data["alias_of"], user=self.request.user
+        )
+        if domain.alias_of is None:
+            message = _("%(domain)s is not an alias.") % {"domain": domain}
+        else:
+            message = _("%(domain)s is an alias of %(target)s until %(date)s.") % {
+                "domain": domain,
+                "target": domain.alias_of,
+                "date": local_date(domain.alias_expires_at),
+            }
+        messages.success(self.request, message)
+        return f"{domain.get_absolute_url()}#alias"
+
+
+class DomainAliasRenewView(AreaRequiredMixin, View):
+    area = PLANNING
+    model_permission = (CHANGE, Domain)
+
+    def post(self, request, pk):
+        domain = get_object_or_404(Domain, pk=pk)
+        try:
+            domain = domain_services.domain_alias_renew(domain=domain, user=request.user)
+        except ValidationError as error:
+            messages_from(request, error)
+        else:
+            messages.success(
+                request,
+                _("The alias of %(domain)s to %(target)s is renewed until %(date)s.")
+                % {"domain": domain, "target": domain.alias_of, "date": local_date(domain.alias_expires_at)},
+            )
+        return redirect(f"{domain.get_absolute_url()}#alias")
+
+
+# Seed lists ------------------------------------------------------------------------------------
+
+
+class SeedListCreateView(PlanningFormView):
+    model_permission = (ADD, SeedList)
+    form_class = SeedListForm
+    title = gettext_lazy("New seed list of %(domain)s")
+    submit_label = gettext_lazy("Create the seed list")
+
+    def get_form_kwargs(self):
+        return {**super().get_form_kwargs(), "instance": SeedList(domain=self.domain)}
+
+    def perform(self, form):
+        seed_list = domain_services.seed_list_save(
+            user=self.request.user, domain=self.domain, **form.cleaned_data
+        )
+        messages.success(self.request, _("The seed list %(name)s was created.") % {"name": seed_list.name})
+        return f"{self.domain.get_absolute_url()}#seed-lists"
+
+
+class SeedListEditView(PlanningFormView):
+    model = SeedList
+    related = ("domain",)
+    model_permission = (CHANGE, SeedList)
+    form_class = SeedListForm
+    title = gettext_lazy("Edit the seed list %(name)s of %(domain)s")
+
+    def perform(self, form):
+        seed_list = domain_services.seed_list_save(
+            user=self.request.user, seed_list=self.object, **form.cleaned_data
+        )
+        messages.success(self.request, _("The seed list %(name)s was saved.") % {"name": seed_list.name})
+        return f"{self.domain.get_absolute_url()}#seed-lists"
+
+
+class SeedListDeleteView(AreaRequiredMixin, View):
+    area = PLANNING
+    model_permission = (DELETE, SeedList)
+
+    def post(self, request, pk):
+        seed_list = get_object_or_404(SeedList.objects.select_related("domain"), pk=pk)
+        try:
+            domain_services.seed_list_delete(seed_list=seed_list, user=request.user)
+        except ValidationError as error:
+            messages_from(request, error)
+        else:
+            messages.success(request, _("The seed list %(name)s was removed.") % {"name": seed_list.name})
+        return redirect(f"{seed_list.domain.get_absolute_url()}#seed-lists")
+
+
+# Configurations --------------------------------------------------------------------------------
+
+
+class ConfigurationDetailView(ObjectDetailView):
+    area = PLANNING
+    queryset = DomainConfiguration.objects.select_related("domain", "template", "source_collection")
+    template_name = "harvest/configuration_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        configuration = self.object
+        user = self.request.user
+        context.update(
+            {
+                "is_default": configuration.domain.default_configuration_id == configuration.pk,
+                "seed_lists": configuration.seed_lists.order_by("name"),
+                "definitions": configuration.harvest_definitions.order_by("name"),
+                "job_count": configuration.job_entries.count(),
+                "may_change": can(user, CHANGE, DomainConfiguration),
+                "may_delete": can(user, DELETE, DomainConfiguration),
+            }
+        )
+        return context
+
+
+def configuration_save(view, form, **where):
+    data = dict(form.cleaned_data)
+    seed_lists = data.pop("seed_lists")
+    return domain_services.configuration_save(user=view.request.user, seed_lists=seed_lists, **where, **data)
+
+
+class ConfigurationCreateView(PlanningFormView):
+    model_permission = (ADD, DomainConfiguration)
+    form_class = ConfigurationForm
+    title = gettext_lazy("New configuration of %(domain)s")
+    submit_label = gettext_lazy("Create the configuration")
+
+    def get_form_kwargs(self):
+        # Starts from the default configuration's template and seed lists.
+        default = self.domain.default_configuration
+        instance = DomainConfiguration(domain=self.domain, template_id=default and default.template_id)
+        return {**super().get_form_kwargs(), "instance": instance}
+
+    def get_initial(self):
+        default = self.domain.default_configuration
+        return {"seed_lists": list(default.seed_lists.all()) if default else []}
+
+    def perform(self, form):
+        configuration = configuration_save(self, form, domain=self.domain)
+        messages.success(
+            self.request, _("The configuration %(name)s was created.") % {"name": configuration.name}
+        )
+        return configuration
+
+
+class ConfigurationEditView(PlanningFormView):
+    model = DomainConfiguration
+    related = ("domain", "template")
+    model_permission = (CHANGE, DomainConfiguration)
+    form_class = ConfigurationForm
+    title = gettext_lazy("Edit the configuration %(name)s of %(domain)s")
+
+    def perform(self, form):
+        configuration = configuration_save(self, form, configuration=self.object)
+        messages.success(
+            self.request, _("The configuration %(name)s was saved.") % {"name": configuration.name}
+        )
+        return configuration
+
+
+class ConfigurationDeleteView(AreaRequiredMixin, View):
+    area = PLANNING
+    model_permission = (DELETE, DomainConfiguration)
+
+    def post(self, request, pk):
+        configuration = get_object_or_404(DomainConfiguration.objects.select_related("domain"), pk=pk)
+        try:
+            domain_services.configuration_delete(configuration=configuration, user=request.user)
+        except ValidationError as error:
+            messages_from(request, error)
+            return redirect(configuration)
+        messages.success(request, _("The configuration %(name)s was removed.") % {"name": configuration.name})
+        return redirect(f"{configuration.domain.get_absolute_url()}#configurations")
+
+
+class ConfigurationBulkLimitsView(PlanningFormView):
+    """Change the budget of every configuration the filters select (all of a definition, of a template…).
+
+    The form carries the filters and the number of configurations the user saw;
+    if the selection has changed since, nothing is written and the new count is shown.
+    """
+
+    model_permission = (CHANGE, DomainConfiguration)
+    form_class = ConfigurationLimitsForm
+    template_name = "harvest/configuration_bulk_limits.html"
+    title = gettext_lazy("Change the budget of many configurations")
+    submit_label = gettext_lazy("Change the budget")
+    cancel = "harvest:configuration_bulk_limits"
+
+    @cached_property
+    def filterset(self) -> ConfigurationFilterSet:
+        if self.request.method == "POST":
+            query = QueryDict(self.request.POST.get("query", ""))
+        else:
+            query = self.request.GET.copy()
+            query.pop("page", None)
+        queryset = DomainConfiguration.objects.select_related("domain", "template").order_by(
+            "domain__name", "name"
+        )
+        filterset = ConfigurationFilterSet(query, queryset=queryset, request=self.request)
+        add_bootstrap_classes(filterset.form, small=True)
+        return filterset
+
+    @cached_property
+    def selection(self):
+        """The selected configurations, or None when a filter is not valid (never all of them instead)."""
+        return self.filterset.qs if self.filterset.is_valid() else None
+
+    def perform(self, form):
+        if self.selection is None:
+            raise ValidationError(_("Correct the filters first."))
+        count = self.selection.count()
+        if count != form.cleaned_data["expected_count"]:
+            raise ValidationError(
+                _(
+                    "The selection changed: %(now)d configurations match now, not %(then)d. "
+                    "Nothing was changed; check and confirm again."
+                )
+                % {"now": count, "then": form.cleaned_data["expected_count"]}
+            )
+        if count == 0:
+            raise ValidationError(_("No configuration matches these filters."))
+        if count > MAX_BULK_LIMITS:
+            raise ValidationError(
+                _("Narrow the selection to %(max)d configurations or fewer.") % {"max": MAX_BULK_LIMITS}
+            )
+        changed = domain_services.configurations_set_limits(
+            configurations=self.selection.select_related(None).only("pk"),
+            user=self.request.user,
+            max_objects=form.cleaned_data["max_objects"],
+            max_bytes=form.cleaned_data["max_bytes"],
+        )
+        messages.success(
+            self.request,
+            ngettext(
+                "The budget of %(n)d configuration was changed.",
+                "The budget of %(n)d configurations was changed.",
+                changed,
+            )
+            % {"n": changed},
+        )
+        return f"{self.request.path}?{form.cleaned_data['query']}"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        page = None
+        if self.selection is not None:
+            page = Paginator(self.selection, 50).get_page(self.request.GET.get("page"))
+        context.update(
+            {
+                "filterset": self.filterset,
+                "query": self.filterset.data.urlencode(),
+                "page_obj": page,
+                "paginator": page.paginator if page else None,
+                "is_paginated": bool(page and page.has_other_pages()),
+                "result_count": page.paginator.count if page else 0,
+                "max_bulk": MAX_BULK_LIMITS,
+            }
+        )
+        return context
+
+
+# Templates -------------------------------------------------------------------------------------
+
+
+class TemplateListView(ObjectListView):
+    area = PLANNING
+    queryset = HarvestTemplate.objects.annotate(configuration_count=Count("configurations")).order_by("name")
+    filterset_class = TemplateFilterSet
+    columns = ["name", "depth_policy", "obey_robots", "dedup", "version", "is_active"]
+    template_name = "harvest/template_list.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["may_add"] = can(self.request.user, ADD, HarvestTemplate)
+        return context
+
+
+class TemplateDetailView(ObjectDetailView):
+    area = PLANNING
+    queryset = HarvestTemplate.objects.all()
+    fields = ["description", "is_active", "version", "updated_at"]
+    template_name = "harvest/template_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        template = self.object
+        meta = HarvestTemplate._meta
+        context.update(
+            {
+                "groups": [
+                    (
+                        label,
+                        [
+                            (meta.get_field(name).verbose_name, display_value(template, name))
+                            for name in names
+                        ],
+                    )
+                    for label, names in TEMPLATE_GROUPS
+                ],
+                "configuration_count": template.configurations.count(),
+                "may_change": can(self.request.user, CHANGE, HarvestTemplate),
+            }
+        )
+        return context
+
+
+class TemplateCreateView(PlanningFormView):
+    model_permission = (ADD, HarvestTemplate)
+    form_class = TemplateForm
+    template_name = "harvest/template_form.html"
+    title = gettext_lazy("New harvest template")
+    submit_label = gettext_lazy("Create the template")
+    cancel = "harvest:template_list"
+
+    def perform(self, form):
+        template = planning_services.template_save(user=self.request.user, **form.cleaned_data)
+        messages.success(self.request, _("The template %(name)s was created.") % {"name": template})
+        return template
+
+
+class TemplateEditView(PlanningFormView):
+    model = HarvestTemplate
+    model_permission = (CHANGE, HarvestTemplate)
+    form_class = TemplateForm
+    template_name = "harvest/template_form.html"
+    title = gettext_lazy("Edit the template %(name)s")
+
+    def perform(self, form):
+        version = self.object.version
+        template = planning_services.template_save(
+            user=self.request.user, template=self.object, **form.cleaned_data
+        )
+        if template.version != version:
+            message = _("The template %(name)s was saved as version %(version)d.")
+        else:
+            message = _(
+                "The template %(name)s was saved; no crawler setting changed, it stays version %(version)d."
+            )
+        messages.success(self.request, message % {"name": template, "version": template.version})
+        return template
+
+    def get_context_data(self, **kwargs):
+        return {
+            **super().get_context_data(**kwargs),
+            "configuration_count": self.object.configurations.count(),
+        }
+
+
+# Global crawler traps --------------------------------------------------------------------------
+
+
+class TrapListListView(ObjectListView):
+    area = PLANNING
+    queryset = GlobalCrawlerTrapList.objects.all()
+    filterset_class = TrapListFilterSet
+    columns = ["name", "is_active", "description"]
+    template_name = "harvest/trap_list_list.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["may_add"] = can(self.request.user, ADD, GlobalCrawlerTrapList)
+        return context
+
+
+class TrapListDetailView(ObjectDetailView):
+    area = PLANNING
+    queryset = GlobalCrawlerTrapList.objects.all()
+    fields = ["description", "is_active"]
+    template_name = "harvest/trap_list_detail.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["may_change"] = can(self.request.user, CHANGE, GlobalCrawlerTrapList)
+        return context
+
+
+class TrapListCreateView(PlanningFormView):
+    model_permission = (ADD, GlobalCrawlerTrapList)
+    form_class = TrapListForm
+    template_name = "harvest/trap_list_form.html"
+    title = gettext_lazy("New global crawler trap list")
+    submit_label = gettext_lazy("Create the list")
+    cancel = "harvest:trap_list_list"
+
+    def perform(self, form):
+        trap_list = planning_services.trap_list_save(user=self.request.user, **form.cleaned_data)
+        messages.success(self.request, _("The trap list %(name)s was created.") % {"name": trap_list})
+        return trap_list
+
+
+class TrapListEditView(PlanningFormView):
+    model = GlobalCrawlerTrapList
+    model_permission = (CHANGE, GlobalCrawlerTrapList)
+    form_class = TrapListForm
+    template_name = "harvest/trap_list_form.html"
+    title = gettext_lazy("Edit the trap list %(name)s")
+
+    def perform(self, form):
+        trap_list = planning_services.trap_list_save(
+            user=self.request.user, trap_list=self.object, **form.cleaned_data
+        )
+        messages.success(self.request, _("The trap list %(name)s was saved.") % {"name": trap_list})
+        return trap_list
+
+
+urlpatterns = [
+    path("domains/", DomainListView.as_view(), name="domain_list"),
+    path("domains/new/", DomainCreateView.as_view(), name="domain_create"),
+    path("domains/new-list/", DomainBulkCreateView.as_view(), name="domain_bulk_create"),
+    path("domains/<int:pk>/", DomainDetailView.as_view(), name="domain_detail"),
+    path("domains/<int:pk>/edit/", DomainEditView.as_view(), name="domain_edit"),
+    path("domains/<int:pk>/alias/", DomainAliasView.as_view(), name="domain_alias"),
+    path("domains/<int:pk>/alias/renew/", DomainAliasRenewView.as_view(), name="domain_alias_renew"),
+    path("domains/<int:domain_pk>/seed-lists/new/", SeedListCreateView.as_view(), name="seedlist_create"),
+    path("seed-lists/<int:pk>/edit/", SeedListEditView.as_view(), name="seedlist_edit"),
+    path("seed-lists/<int:pk>/delete/", SeedListDeleteView.as_view(), name="seedlist_delete"),
+    path(
+        "domains/<int:domain_pk>/configurations/new/",
+        ConfigurationCreateView.as_view(),
+        name="configuration_create",
+    ),
+    path("configurations/budget/", ConfigurationBulkLimitsView.as_view(), name="configuration_bulk_limits"),
+    path("configurations/<int:pk>/", ConfigurationDetailView.as_view(), name="configuration_detail"),
+    path("configurations/<int:pk>/edit/", ConfigurationEditView.as_view(), name="configuration_edit"),
+    path("configurations/<int:pk>/delete/", ConfigurationDeleteView.as_view(), name="configuration_delete"),
+    path("templates/", TemplateListView.as_view(), name="template_list"),
+    path("templates/new/", TemplateCreateView.as_view(), name="template_create"),
+    path("templates/<int:pk>/", TemplateDetailView.as_view(), name="template_detail"),
+    path("templates/<int:pk>/edit/", TemplateEditView.as_view(), name="template_edit"),
+    path("trap-lists/", TrapListListView.as_view(), name="trap_list_list"),
+    path("trap-lists/new/", TrapListCreateView.as_view(), name="trap_list_create"),
+    path("trap-lists/<int:pk>/", TrapListDetailView.as_view(), name="trap_list_detail"),
+    path("trap-lists/<int:pk>/edit/", TrapListEditView.as_view(), name="trap_list_edit"),
+]

@@ -43,8 +43,17 @@ def test_sync_removes_permissions_given_by_hand():
     assert ("selection", "add_collection") not in group_permissions(Role.LIBRARIAN)
 
 
-# Configuration and personal objects, not archival ones: these may be deleted.
-DELETABLE = {"delete_compatibilityrule", "delete_savedsearch"}
+# Configuration and personal objects, not archival ones: these may be deleted
+# (the planning services refuse when something depends on them). Domains,
+# harvest definitions, templates, schedules and jobs are not among them.
+DELETABLE = {
+    "delete_compatibilityrule",
+    "delete_savedsearch",
+    "delete_seedlist",
+    "delete_domainconfiguration",
+    "delete_collectionmapping",
+    "delete_budgetmapping",
+}
 
 
 def test_no_role_may_delete_an_archival_object():

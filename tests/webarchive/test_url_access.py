@@ -5,6 +5,8 @@ fails when a URL is added without an entry here, so no page or endpoint can
 slip in without its access being tested.
 """
 
+import uuid
+
 import pytest
 from django.contrib import admin
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
@@ -15,6 +17,9 @@ from tests.factories import CollectionFactory, RecordFactory, SavedSearchFactory
 from webarchive.permissions import AREA_ROLES, Area, Role
 
 ANY_LOGGED_IN = frozenset({*Role, None})  # with or without a role
+PLANNERS = AREA_ROLES[Area.PLANNING]
+ENGINEERS = frozenset({Role.ENGINEER})
+REPORTS = AREA_ROLES[Area.REPORTS]
 SELECTION = AREA_ROLES[Area.SELECTION]
 WRITERS = frozenset({Role.LIBRARIAN, Role.CURATOR})  # may propose and edit records (in their collections)
 CURATORS = frozenset({Role.CURATOR})
@@ -41,6 +46,101 @@ def saved_search_url(name):
 
 def url(name):
     return lambda: reverse(name)
+
+
+def planning_url(name, build, kwarg="pk"):
+    """A URL of one planning object, made fresh (through the services) for each check."""
+    return lambda: reverse(name, kwargs={kwarg: build().pk})
+
+
+def new_domain():
+    from harvest.services.domains import domain_create
+
+    return domain_create(name=f"d{uuid.uuid4().hex[:10]}.fr")
+
+
+def new_seed_list():
+    from harvest.services.domains import seed_list_save
+
+    domain = new_domain()
+    return seed_list_save(domain=domain, name="extra", seeds=f"http://{domain.name}/extra")
+
+
+def new_configuration():
+    return new_domain().default_configuration
+
+
+def new_template():
+    from harvest.services.planning import template_save
+
+    return template_save(name=f"t-{uuid.uuid4().hex[:8]}")
+
+
+def new_trap_list():
+    from harvest.services.planning import trap_list_save
+
+    return trap_list_save(name=f"traps-{uuid.uuid4().hex[:8]}", traps="/calendar/")
+
+
+def new_schedule():
+    from harvest.services.planning import schedule_save
+
+    return schedule_save(name=f"s-{uuid.uuid4().hex[:8]}")
+
+
+def new_channel():
+    from harvest.models import HarvestChannel
+
+    return HarvestChannel.objects.first()
+
+
+def new_definition():
+    from harvest.services.planning import definition_save
+
+    return definition_save(kind="selective", name=f"hd-{uuid.uuid4().hex[:8]}", schedule=new_schedule())
+
+
+def new_collection_mapping():
+    from harvest.services.planning import collection_mapping_save
+
+    return collection_mapping_save(
+        collection=CollectionFactory(), frequency="weekly", harvest_definition=new_definition()
+    )
+
+
+def new_budget_mapping():
+    from harvest.models import BudgetMapping
+
+    return BudgetMapping.objects.first()
+
+
+def new_transfer_report():
+    from harvest.services.transfer import transfer_collection
+
+    return transfer_collection(collection=CollectionFactory())
+
+
+def new_job():
+    from harvest.services.launcher import definition_launch
+    from harvest.services.planning import definition_configurations_change, definition_run_now
+
+    definition = new_definition()
+    definition_configurations_change(definition=definition, add=[new_configuration()])
+    definition_run_now(definition=definition)
+    return definition_launch(definition_id=definition.pk).jobs.get()
+
+
+def new_harvest_info():
+    from harvest.services.jobs import harvest_info_record
+
+    job = new_job()
+    return harvest_info_record(
+        job=job,
+        configuration=job.configurations.get().configuration,
+        object_count=1,
+        byte_count=1,
+        stop_reason="completed",
+    )
 
 
 # name -> (kind, url builder, who may use it). Kinds: "page" (GET), "post" (a
@@ -98,6 +198,128 @@ ACCESS = {
     ),
     "api:compatibilityrule-list": ("api", url("api:compatibilityrule-list"), SELECTION),
     "api:compatibilityrule-detail": ("api", rule_url("api:compatibilityrule-detail"), SELECTION),
+    # Planning: domains, seed lists, configurations, templates, global traps
+    "harvest:domain_list": ("page", url("harvest:domain_list"), PLANNERS),
+    "harvest:domain_create": ("page", url("harvest:domain_create"), PLANNERS),
+    "harvest:domain_bulk_create": ("page", url("harvest:domain_bulk_create"), PLANNERS),
+    "harvest:domain_detail": ("page", planning_url("harvest:domain_detail", new_domain), PLANNERS),
+    "harvest:domain_edit": ("page", planning_url("harvest:domain_edit", new_domain), PLANNERS),
+    "harvest:domain_alias": ("page", planning_url("harvest:domain_alias", new_domain), PLANNERS),
+    "harvest:domain_alias_renew": ("post", planning_url("harvest:domain_alias_renew", new_domain), PLANNERS),
+    "harvest:seedlist_create": (
+        "page",
+        planning_url("harvest:seedlist_create", new_domain, "domain_pk"),
+        PLANNERS,
+    ),
+    "harvest:seedlist_edit": ("page", planning_url("harvest:seedlist_edit", new_seed_list), PLANNERS),
+    "harvest:seedlist_delete": ("post", planning_url("harvest:seedlist_delete", new_seed_list), PLANNERS),
+    "harvest:configuration_create": (
+        "page",
+        planning_url("harvest:configuration_create", new_domain, "domain_pk"),
+        PLANNERS,
+    ),
+    "harvest:configuration_detail": (
+        "page",
+        planning_url("harvest:configuration_detail", new_configuration),
+        PLANNERS,
+    ),
+    "harvest:configuration_edit": (
+        "page",
+        planning_url("harvest:configuration_edit", new_configuration),
+        PLANNERS,
+    ),
+    "harvest:configuration_delete": (
+        "post",
+        planning_url("harvest:configuration_delete", new_configuration),
+        PLANNERS,
+    ),
+    "harvest:configuration_bulk_limits": ("page", url("harvest:configuration_bulk_limits"), PLANNERS),
+    "harvest:template_list": ("page", url("harvest:template_list"), PLANNERS),
+    "harvest:template_create": ("page", url("harvest:template_create"), PLANNERS),
+    "harvest:template_detail": ("page", planning_url("harvest:template_detail", new_template), PLANNERS),
+    "harvest:template_edit": ("page", planning_url("harvest:template_edit", new_template), PLANNERS),
+    "harvest:trap_list_list": ("page", url("harvest:trap_list_list"), PLANNERS),
+    "harvest:trap_list_create": ("page", url("harvest:trap_list_create"), PLANNERS),
+    "harvest:trap_list_detail": ("page", planning_url("harvest:trap_list_detail", new_trap_list), PLANNERS),
+    "harvest:trap_list_edit": ("page", planning_url("harvest:trap_list_edit", new_trap_list), PLANNERS),
+    # Planning API
+    "api:domain-list": ("api", url("api:domain-list"), PLANNERS),
+    "api:domain-detail": ("api", planning_url("api:domain-detail", new_domain), PLANNERS),
+    "api:seedlist-list": ("api", url("api:seedlist-list"), PLANNERS),
+    "api:seedlist-detail": ("api", planning_url("api:seedlist-detail", new_seed_list), PLANNERS),
+    "api:domainconfiguration-list": ("api", url("api:domainconfiguration-list"), PLANNERS),
+    "api:domainconfiguration-detail": (
+        "api",
+        planning_url("api:domainconfiguration-detail", new_configuration),
+        PLANNERS,
+    ),
+    "api:harvesttemplate-list": ("api", url("api:harvesttemplate-list"), PLANNERS),
+    "api:harvesttemplate-detail": ("api", planning_url("api:harvesttemplate-detail", new_template), PLANNERS),
+    "api:schedule-list": ("api", url("api:schedule-list"), PLANNERS),
+    "api:schedule-detail": ("api", planning_url("api:schedule-detail", new_schedule), PLANNERS),
+    "api:harvestchannel-list": ("api", url("api:harvestchannel-list"), PLANNERS),
+    "api:harvestchannel-detail": ("api", planning_url("api:harvestchannel-detail", new_channel), PLANNERS),
+    "api:harvestdefinition-list": ("api", url("api:harvestdefinition-list"), PLANNERS),
+    "api:harvestdefinition-detail": (
+        "api",
+        planning_url("api:harvestdefinition-detail", new_definition),
+        PLANNERS,
+    ),
+    "api:globalcrawlertraplist-list": ("api", url("api:globalcrawlertraplist-list"), PLANNERS),
+    "api:globalcrawlertraplist-detail": (
+        "api",
+        planning_url("api:globalcrawlertraplist-detail", new_trap_list),
+        PLANNERS,
+    ),
+    "api:collectionmapping-list": ("api", url("api:collectionmapping-list"), PLANNERS),
+    "api:collectionmapping-detail": (
+        "api",
+        planning_url("api:collectionmapping-detail", new_collection_mapping),
+        PLANNERS,
+    ),
+    "api:budgetmapping-list": ("api", url("api:budgetmapping-list"), PLANNERS),
+    "api:budgetmapping-detail": (
+        "api",
+        planning_url("api:budgetmapping-detail", new_budget_mapping),
+        PLANNERS,
+    ),
+    "api:transferreport-list": ("api", url("api:transferreport-list"), PLANNERS),
+    "api:transferreport-detail": (
+        "api",
+        planning_url("api:transferreport-detail", new_transfer_report),
+        PLANNERS,
+    ),
+    "api:crawl-feed": ("api", url("api:crawl-feed"), PLANNERS),
+    "api:job-list": ("api", url("api:job-list"), PLANNERS),
+    "api:job-detail": ("api", planning_url("api:job-detail", new_job), PLANNERS),
+    "api:job-configurations": ("api", planning_url("api:job-configurations", new_job), PLANNERS),
+    "api:harvestinfo-list": ("api", url("api:harvestinfo-list"), REPORTS),
+    "api:harvestinfo-detail": ("api", planning_url("api:harvestinfo-detail", new_harvest_info), REPORTS),
+    "api:domain-alias": ("api-post", planning_url("api:domain-alias", new_domain), PLANNERS),
+    "api:domain-renew-alias": ("api-post", planning_url("api:domain-renew-alias", new_domain), PLANNERS),
+    "api:domain-bulk-create": ("api-post", url("api:domain-bulk-create"), PLANNERS),
+    "api:domainconfiguration-bulk-limits": ("api-post", url("api:domainconfiguration-bulk-limits"), PLANNERS),
+    "api:harvestdefinition-activate": (
+        "api-post",
+        planning_url("api:harvestdefinition-activate", new_definition),
+        PLANNERS,
+    ),
+    "api:harvestdefinition-deactivate": (
+        "api-post",
+        planning_url("api:harvestdefinition-deactivate", new_definition),
+        PLANNERS,
+    ),
+    "api:harvestdefinition-run-now": (
+        "api-post",
+        planning_url("api:harvestdefinition-run-now", new_definition),
+        PLANNERS,
+    ),
+    "api:harvestdefinition-change-configurations": (
+        "api-post",
+        planning_url("api:harvestdefinition-change-configurations", new_definition),
+        PLANNERS,
+    ),
+    "api:job-resubmit": ("api-post", planning_url("api:job-resubmit", new_job), ENGINEERS),
 }
 ACCESS.update(
     {f"area[{area.value}]": ("page", lambda a=area: f"/{a.value}/", AREA_ROLES[area]) for area in Area}

@@ -3,6 +3,8 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from harvest.api import views as harvest
+from harvest.api.feed import CrawlFeedView
 from selection.api.views import CollectionViewSet, CompatibilityRuleViewSet, RecordViewSet, ThemeViewSet
 from webarchive.api.views import ObtainTokenView
 
@@ -13,8 +15,22 @@ router.register("collections", CollectionViewSet)
 router.register("records", RecordViewSet)
 router.register("themes", ThemeViewSet)
 router.register("compatibility-rules", CompatibilityRuleViewSet)
+router.register("domains", harvest.DomainViewSet)
+router.register("seed-lists", harvest.SeedListViewSet)
+router.register("configurations", harvest.ConfigurationViewSet)
+router.register("templates", harvest.TemplateViewSet)
+router.register("schedules", harvest.ScheduleViewSet)
+router.register("channels", harvest.ChannelViewSet)
+router.register("harvest-definitions", harvest.HarvestDefinitionViewSet)
+router.register("crawler-traps", harvest.TrapListViewSet)
+router.register("collection-mappings", harvest.CollectionMappingViewSet)
+router.register("budget-mappings", harvest.BudgetMappingViewSet)
+router.register("transfers", harvest.TransferViewSet)
+router.register("jobs", harvest.JobViewSet)
+router.register("harvest-infos", harvest.HarvestInfoViewSet)
 
 urlpatterns = [
     path("auth/token/", ObtainTokenView.as_view(), name="token"),
     *router.urls,
+    path("crawl-feed/", CrawlFeedView.as_view(), name="crawl-feed"),
 ]

@@ -1,0 +1,1 @@
+"""The REST API of the planning side, and the crawl feed."""

@@ -1,0 +1,578 @@
+"""Serializers of the planning API: they check the shape of a request; the services decide the rest.
+
+Constraint checks are left to the services (``Meta.validators = []``), so a
+refused write says the same thing in the API as on the pages.
+"""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from harvest.choices import HarvestKind
+from harvest.models import (
+    BudgetMapping,
+    CollectionMapping,
+    Domain,
+    DomainConfiguration,
+    GlobalCrawlerTrapList,
+    HarvestChannel,
+    HarvestDefinition,
+    HarvestInfo,
+    HarvestTemplate,
+    Job,
+    JobConfiguration,
+    Schedule,
+    SeedList,
+    TransferReport,
+)
+from harvest.services.planning import SELECTIVE_FIELDS, SNAPSHOT_FIELDS
+from harvest.validators import domain_name_normalise, trap_list
+from selection.models import Collection
+
+# Limits are -1 (no limit) or more; said at the field before the service's constraint says it for the row.
+LIMIT = {"min_value": -1}
+NEXT_RUNS = 5
+
+
+class CreateOnlyMixin:
+    """Fields set when an object is created and fixed after (a domain's name, a definition's kind).
+
+    Sending the value it already has is accepted (a PUT of what GET gave);
+    another value is a 400 at that field.
+    """
+
+    create_only_fields: tuple[str, ...] = ()
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if self.instance is None:
+            return attrs
+        errors = {}
+        for name in self.create_only_fields:
+            if name in attrs and not self.same_value(name, attrs.pop(name)):
+                errors[name] = [
+                    _("This is set when the %(thing)s is created and cannot be changed.")
+                    % {"thing": self.Meta.model._meta.verbose_name}
+                ]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+    def same_value(self, name, value) -> bool:
+        return value == getattr(self.instance, name)
+
+
+class NamedSerializer(serializers.Serializer):
+    """An object by its id and name."""
+
+    id = serializers.IntegerField(read_only=True)
+    name = serializers.CharField(read_only=True)
+
+
+# Domains ---------------------------------------------------------------------------------------
+
+
+class DomainSerializer(CreateOnlyMixin, serializers.ModelSerializer):
+    """A domain with the names of its configurations and seed lists. Never deleted."""
+
+    name = serializers.CharField(
+        max_length=255, help_text=_("A registered domain name (example.fr); set at creation.")
+    )
+    seeds = serializers.CharField(
+        write_only=True,
+        required=False,
+        help_text=_(
+            "Creation only: the URLs of the default seed list, one per line "
+            "(http and https, with and without www, when left out)."
+        ),
+    )
+    alias_of = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    alias_expires_at = serializers.DateTimeField(read_only=True)
+    is_live_alias = serializers.BooleanField(read_only=True)
+    default_configuration = serializers.PrimaryKeyRelatedField(
+        queryset=DomainConfiguration.objects.all(),
+        required=False,
+        help_text=_("One of this domain's configurations; a new domain gets one made for it."),
+    )
+    configurations = NamedSerializer(many=True, read_only=True)
+    seed_lists = NamedSerializer(many=True, read_only=True)
+
+    create_only_fields = ("name",)
+
+    class Meta:
+        model = Domain
+        fields = [
+            "id",
+            "name",
+            "comments",
+            "crawler_traps",
+            "is_active",
+            "alias_of",
+            "alias_updated_at",
+            "alias_expires_at",
+            "is_live_alias",
+            "default_configuration",
+            "configurations",
+            "seed_lists",
+            "seeds",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["alias_updated_at", "created_at", "updated_at"]
+        validators = []
+
+    def same_value(self, name, value) -> bool:
+        try:
+            return domain_name_normalise(value) == self.instance.name
+        except DjangoValidationError:
+            return False
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        if self.instance is not None and "seeds" in attrs:
+            raise serializers.ValidationError(
+                {"seeds": [_("Seeds are given at creation only; change them in the domain's seed lists.")]}
+            )
+        if self.instance is None and "default_configuration" in attrs:
+            raise serializers.ValidationError(
+                {
+                    "default_configuration": [
+                        _("A new domain gets a default configuration; choose another one once it exists.")
+                    ]
+                }
+            )
+        return attrs
+
+
+class DomainAliasSerializer(serializers.Serializer):
+    alias_of = serializers.CharField(
+        allow_null=True,
+        help_text=_("The name of the domain this one is an alias of; null to end the alias."),
+    )
+
+
+class DomainBulkCreateSerializer(serializers.Serializer):
+    text = serializers.CharField(
+        trim_whitespace=False, help_text=_("One domain per line; # starts a comment.")
+    )
+    skip_invalid = serializers.BooleanField(
+        default=False,
+        help_text=_("Create the valid names and report the refused lines; otherwise refused lines stop all."),
+    )
+
+
+class LineErrorSerializer(serializers.Serializer):
+    line = serializers.IntegerField()
+    text = serializers.CharField()
+    reason = serializers.CharField()
+
+
+class DomainListReportSerializer(serializers.Serializer):
+    created = serializers.IntegerField(help_text=_("How many domains were created."))
+    new = serializers.ListField(child=serializers.CharField(), help_text=_("The names created."))
+    existing = serializers.ListField(child=serializers.CharField(), help_text=_("Names already known."))
+    errors = LineErrorSerializer(many=True, help_text=_("The lines refused, and why."))
+
+
+class SeedListSerializer(CreateOnlyMixin, serializers.ModelSerializer):
+    domain = serializers.SlugRelatedField(slug_field="name", queryset=Domain.objects.all())
+    seed_urls = serializers.ListField(
+        child=serializers.CharField(), read_only=True, help_text=_("The seeds normalised, once each.")
+    )
+    configurations = NamedSerializer(many=True, read_only=True)
+
+    create_only_fields = ("domain",)
+
+    class Meta:
+        model = SeedList
+        fields = ["id", "domain", "name", "seeds", "seed_urls", "comments", "configurations", "updated_at"]
+        read_only_fields = ["updated_at"]
+        validators = []
+
+
+class ConfigurationSerializer(CreateOnlyMixin, serializers.ModelSerializer):
+    domain = serializers.SlugRelatedField(slug_field="name", queryset=Domain.objects.all())
+    seed_lists = serializers.PrimaryKeyRelatedField(
+        many=True,
+        queryset=SeedList.objects.all(),
+        required=False,
+        help_text=_("Seed lists of the same domain; at least one."),
+    )
+    is_default = serializers.SerializerMethodField()
+    harvest_definitions = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+
+    create_only_fields = ("domain",)
+
+    class Meta:
+        model = DomainConfiguration
+        fields = [
+            "id",
+            "domain",
+            "name",
+            "template",
+            "seed_lists",
+            "max_objects",
+            "max_bytes",
+            "max_request_rate",
+            "comments",
+            "source_collection",
+            "is_default",
+            "harvest_definitions",
+            "updated_at",
+        ]
+        read_only_fields = ["source_collection", "updated_at"]
+        extra_kwargs = {"max_objects": LIMIT, "max_bytes": LIMIT}
+        validators = []
+
+    @extend_schema_field(OpenApiTypes.BOOL)
+    def get_is_default(self, configuration) -> bool:
+        return configuration.domain.default_configuration_id == configuration.pk
+
+
+class ConfigurationLimitsSerializer(serializers.Serializer):
+    """Which configurations (ids, or the filters of the configuration list) get which new budget."""
+
+    ids = serializers.ListField(child=serializers.IntegerField(), required=False, allow_empty=False)
+    filter = serializers.DictField(
+        required=False,
+        help_text=_('The configuration list\'s filters, e.g. {"harvest_definition": 3, "domain": "fr"}.'),
+    )
+    max_objects = serializers.IntegerField(required=False, allow_null=True, **LIMIT)
+    max_bytes = serializers.IntegerField(required=False, allow_null=True, **LIMIT)
+
+    def validate(self, attrs):
+        if ("ids" in attrs) == ("filter" in attrs):
+            raise serializers.ValidationError(
+                _("Give either the ids of the configurations or a filter, not both.")
+                if "ids" in attrs
+                else _("Give the ids of the configurations, or a filter.")
+            )
+        return attrs
+
+
+class ConfigurationLimitsResultSerializer(serializers.Serializer):
+    changed = serializers.IntegerField(help_text=_("How many configurations got the new limits."))
+
+
+# Templates, schedules, channels, traps --------------------------------------------------------------
+
+
+class TemplateSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = HarvestTemplate
+        fields = [
+            "id",
+            "name",
+            "description",
+            "is_active",
+            *HarvestTemplate.SETTINGS,
+            "version",
+            "updated_at",
+        ]
+        read_only_fields = ["version", "updated_at"]
+        validators = []
+
+
+class ScheduleSerializer(serializers.ModelSerializer):
+    frequency = serializers.CharField(
+        read_only=True, help_text=_("once, daily, weekly, monthly, twice-yearly, annual or custom.")
+    )
+    next_runs = serializers.SerializerMethodField(help_text=_("The next 5 run dates."))
+
+    class Meta:
+        model = Schedule
+        fields = [
+            "id",
+            "name",
+            "comments",
+            "start",
+            "every",
+            "unit",
+            "at_minute",
+            "at_hour",
+            "at_weekday",
+            "at_day",
+            "end_kind",
+            "max_runs",
+            "end_date",
+            "frequency",
+            "next_runs",
+            "updated_at",
+        ]
+        read_only_fields = ["updated_at"]
+        validators = []
+
+    @extend_schema_field(serializers.ListField(child=serializers.DateTimeField()))
+    def get_next_runs(self, schedule) -> list:
+        field = serializers.DateTimeField()
+        return [field.to_representation(run) for run in schedule.runs(count=NEXT_RUNS)]
+
+
+class ChannelSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = HarvestChannel
+        fields = ["id", "name", "queue", "is_snapshot", "is_default", "comments"]
+        validators = []
+
+
+class TrapListSerializer(serializers.ModelSerializer):
+    patterns = serializers.ListField(
+        source="trap_list",
+        child=serializers.CharField(),
+        read_only=True,
+        help_text=_("The regular expressions, comments left out."),
+    )
+
+    class Meta:
+        model = GlobalCrawlerTrapList
+        fields = ["id", "name", "description", "is_active", "traps", "patterns"]
+        validators = []
+
+
+# Harvest definitions ---------------------------------------------------------------------------
+
+
+class HarvestDefinitionSerializer(CreateOnlyMixin, serializers.ModelSerializer):
+    """A selective or snapshot harvest definition. Never deleted; its kind is set at creation."""
+
+    kind = serializers.ChoiceField(choices=HarvestKind.choices, help_text=_("Set at creation."))
+    channel = serializers.PrimaryKeyRelatedField(
+        queryset=HarvestChannel.objects.all(),
+        required=False,
+        help_text=_("The default channel of the kind when left out."),
+    )
+    configuration_count = serializers.SerializerMethodField()
+    configurations_url = serializers.SerializerMethodField(
+        help_text=_("The list of the configurations it harvests.")
+    )
+
+    create_only_fields = ("kind",)
+
+    class Meta:
+        model = HarvestDefinition
+        fields = [
+            "id",
+            "name",
+            "comments",
+            "kind",
+            "is_active",
+            "channel",
+            "schedule",
+            "next_date",
+            "runs_done",
+            "crawler_traps",
+            "max_objects_per_domain",
+            "max_bytes_per_domain",
+            "max_job_seconds",
+            "continue_from",
+            "configuration_count",
+            "configurations_url",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = ["next_date", "runs_done", "created_at", "updated_at"]
+        extra_kwargs = {"max_objects_per_domain": LIMIT, "max_bytes_per_domain": LIMIT}
+        validators = []
+
+    def validate(self, attrs):
+        attrs = super().validate(attrs)
+        kind = self.instance.kind if self.instance is not None else attrs.get("kind")
+        used = SELECTIVE_FIELDS if kind == HarvestKind.SELECTIVE else SNAPSHOT_FIELDS
+        errors = {}
+        for name in [name for name in attrs if name != "kind" and name not in used]:
+            current = (
+                getattr(self.instance, name)
+                if self.instance is not None
+                else HarvestDefinition._meta.get_field(name).get_default()
+            )
+            if attrs[name] == current:
+                del attrs[name]  # what GET shows for the other kind: a PUT may send it back
+            else:
+                errors[name] = [
+                    _("Not used by a %(kind)s harvest.") % {"kind": HarvestKind(kind).label.lower()}
+                ]
+        if self.instance is None and kind == HarvestKind.SELECTIVE and not attrs.get("schedule"):
+            errors["schedule"] = [_("A selective harvest needs a schedule.")]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_configuration_count(self, definition) -> int:
+        count = getattr(definition, "configuration_count", None)
+        return definition.configurations.count() if count is None else count
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_configurations_url(self, definition) -> str:
+        url = reverse("api:domainconfiguration-list") + f"?harvest_definition={definition.pk}"
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request else url
+
+
+class DefinitionConfigurationsSerializer(serializers.Serializer):
+    add = serializers.ListField(
+        child=serializers.IntegerField(), required=False, default=list, help_text=_("Configuration ids.")
+    )
+    remove = serializers.ListField(
+        child=serializers.IntegerField(), required=False, default=list, help_text=_("Configuration ids.")
+    )
+
+    def validate(self, attrs):
+        if not attrs["add"] and not attrs["remove"]:
+            raise serializers.ValidationError(_("Give configurations to add or to remove."))
+        return attrs
+
+
+# Mappings and transfers ------------------------------------------------------------------------
+
+
+class CollectionMappingSerializer(serializers.ModelSerializer):
+    # Any definition: the service says why a snapshot cannot be the target.
+    harvest_definition = serializers.PrimaryKeyRelatedField(queryset=HarvestDefinition.objects.all())
+
+    class Meta:
+        model = CollectionMapping
+        fields = ["id", "collection", "frequency", "harvest_definition"]
+        validators = []
+
+
+class BudgetMappingSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = BudgetMapping
+        fields = ["id", "budget", "depth", "template", "max_objects", "max_bytes"]
+        extra_kwargs = {"max_objects": LIMIT, "max_bytes": LIMIT}
+        validators = []
+
+
+class TransferReportSerializer(serializers.ModelSerializer):
+    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+
+    class Meta:
+        model = TransferReport
+        fields = [
+            "id",
+            "created_at",
+            "user",
+            "collection",
+            "harvest_definition",
+            "created",
+            "updated",
+            "unchanged",
+            "detached",
+            "skipped",
+            "details",
+        ]
+        read_only_fields = fields
+
+
+class TransferRequestSerializer(serializers.Serializer):
+    collection = serializers.PrimaryKeyRelatedField(
+        queryset=Collection.objects.all(), required=False, help_text=_("Transfer this collection's records.")
+    )
+    harvest_definition = serializers.PrimaryKeyRelatedField(
+        queryset=HarvestDefinition.objects.all(),
+        required=False,
+        help_text=_("Transfer every collection mapped to this harvest definition."),
+    )
+
+    def validate(self, attrs):
+        if ("collection" in attrs) == ("harvest_definition" in attrs):
+            raise serializers.ValidationError(_("Give either a collection or a harvest definition."))
+        return attrs
+
+
+# Jobs ------------------------------------------------------------------------------------------
+
+
+class JobSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "harvest_definition",
+            "run_number",
+            "channel",
+            "queue",
+            "status",
+            "template",
+            "template_version",
+            "max_seconds",
+            "domain_count",
+            "expected_objects",
+            "created_at",
+            "submitted_at",
+            "started_at",
+            "ended_at",
+            "errors",
+            "resubmitted_as",
+            "continuation_of",
+        ]
+        read_only_fields = fields
+
+
+class JobDetailSerializer(JobSerializer):
+    """A job with what it froze: the template settings and traps, and a link to its configurations."""
+
+    configurations_url = serializers.SerializerMethodField(
+        help_text=_("The job's domain configurations, paginated.")
+    )
+
+    class Meta(JobSerializer.Meta):
+        fields = [*JobSerializer.Meta.fields, "template_settings", "crawler_traps", "configurations_url"]
+        read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_configurations_url(self, job) -> str:
+        url = reverse("api:job-configurations", kwargs={"pk": job.pk})
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request else url
+
+
+class JobConfigurationSerializer(serializers.ModelSerializer):
+    domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    configuration_name = serializers.CharField(source="configuration.name", read_only=True)
+    seeds = serializers.ListField(source="seed_urls", child=serializers.CharField(), read_only=True)
+    crawler_traps = serializers.SerializerMethodField(
+        help_text=_("The domain's traps when the job was made.")
+    )
+
+    class Meta:
+        model = JobConfiguration
+        fields = [
+            "id",
+            "configuration",
+            "configuration_name",
+            "domain",
+            "seeds",
+            "max_objects",
+            "max_bytes",
+            "max_request_rate",
+            "expected_objects",
+            "crawler_traps",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_crawler_traps(self, entry) -> list:
+        return trap_list(entry.crawler_traps)
+
+
+class HarvestInfoSerializer(serializers.ModelSerializer):
+    domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = HarvestInfo
+        fields = [
+            "id",
+            "job",
+            "configuration",
+            "domain",
+            "object_count",
+            "byte_count",
+            "stop_reason",
+            "created_at",
+        ]
+        read_only_fields = fields
