@@ -39,6 +39,7 @@ AREA_PAGES: dict[Area, list[Page]] = {
         Page(_("Channels"), "harvest:channel_list", "harvest.harvestchannel"),
         Page(_("Mappings from selection"), "harvest:mapping_list", "harvest.collectionmapping"),
         Page(_("Transfer"), "harvest:transfer", "harvest.transferreport"),
+        Page(_("Jobs"), "harvest:job_list", "harvest.job"),
     ],
     Area.OPERATIONS: [
         Page(_("Jobs"), "harvest:job_list", "harvest.job"),

@@ -1,28 +1,23 @@
-"""Planning pages: domains, their seed lists and configurations, templates and global crawler traps.
+"""Planning pages: domains, their seed lists and configurations.
 
 Every form hands its input to one service (``harvest.services``), which
 decides and whose refusals are shown at the field they concern. Domains are
 never deleted: no page here offers it.
 """
 
-from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import Count
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
-from django.utils import timezone
-from django.utils.formats import date_format
 from django.utils.functional import cached_property
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.generic import View
 
-from harvest.filtersets import ConfigurationFilterSet, DomainFilterSet, TemplateFilterSet, TrapListFilterSet
+from harvest.filtersets import ConfigurationFilterSet, DomainFilterSet
 from harvest.forms.domains import (
-    TEMPLATE_GROUPS,
     ConfigurationForm,
     ConfigurationLimitsForm,
     DomainAliasForm,
@@ -30,84 +25,25 @@ from harvest.forms.domains import (
     DomainEditForm,
     DomainListForm,
     SeedListForm,
-    TemplateForm,
-    TrapListForm,
 )
-from harvest.models import Domain, DomainConfiguration, GlobalCrawlerTrapList, HarvestTemplate, SeedList
+from harvest.models import Domain, DomainConfiguration, SeedList
 from harvest.services import domains as domain_services
-from harvest.services import planning as planning_services
+from harvest.views.base import (
+    MAX_BULK_LIMITS,
+    PLANNING,
+    SHOWN_NAMES,
+    SHOWN_REFUSALS,
+    PlanningFormView,
+    local_date,
+    messages_from,
+)
 from webarchive.forms import add_bootstrap_classes
-from webarchive.permissions import ADD, CHANGE, DELETE, Area, can
+from webarchive.permissions import ADD, CHANGE, DELETE, can
 from webarchive.views import (
     AreaRequiredMixin,
     ObjectDetailView,
     ObjectListView,
-    ServiceFormView,
-    display_value,
 )
-
-PLANNING = Area.PLANNING
-SHOWN_NAMES = 200  # of the new and known names of a checked list; the counts say how many in all
-SHOWN_REFUSALS = 1000  # refused lines listed after a check
-MAX_BULK_LIMITS = 10_000  # configurations changed by one bulk change of budget
-
-
-def local_date(value) -> str:
-    return date_format(timezone.localtime(value), "Y-m-d")
-
-
-class PlanningFormView(ServiceFormView):
-    """A Planning form. With ``model``, it is about the object whose pk is in the URL; a ModelForm
-    gets a copy of it (the form writes its input into its instance, the page keeps the saved one).
-
-    ``title`` may name the object (``%(name)s``) or its domain (``%(domain)s``).
-    """
-
-    area = PLANNING
-    template_name = "harvest/domain_form.html"
-    model = None
-    related: tuple[str, ...] = ()  # select_related of the object
-    cancel = ""  # URL name of the page "Cancel" goes back to, when there is no object nor domain
-
-    @cached_property
-    def object(self):
-        return get_object_or_404(self.model.objects.select_related(*self.related), pk=self.kwargs["pk"])
-
-    @cached_property
-    def domain(self) -> Domain | None:
-        """The domain the page is about: in the URL, the object itself, or the object's."""
-        if "domain_pk" in self.kwargs:
-            return get_object_or_404(Domain, pk=self.kwargs["domain_pk"])
-        if self.model is None:
-            return None
-        return self.object if isinstance(self.object, Domain) else getattr(self.object, "domain", None)
-
-    def get_form_kwargs(self):
-        kwargs = super().get_form_kwargs()
-        if self.model is not None and issubclass(self.get_form_class(), forms.ModelForm):
-            kwargs["instance"] = self.model.objects.get(pk=self.object.pk)
-        return kwargs
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        obj = self.object if self.model is not None else None
-        names = {"name": getattr(obj, "name", ""), "domain": self.domain}
-        back = next((o for o in (obj, self.domain) if hasattr(o, "get_absolute_url")), None)
-        context.update(
-            {
-                "title": str(self.title) % names,
-                "object": obj,
-                "domain": self.domain,
-                "cancel_url": back.get_absolute_url() if back else reverse(self.cancel),
-            }
-        )
-        return context
-
-
-def messages_from(request, error: ValidationError) -> None:
-    for message in error.messages:
-        messages.error(request, message)
-
 
 # Domains ---------------------------------------------------------------------------------------
 
@@ -526,150 +462,6 @@ class ConfigurationBulkLimitsView(PlanningFormView):
         return context
 
 
-# Templates -------------------------------------------------------------------------------------
-
-
-class TemplateListView(ObjectListView):
-    area = PLANNING
-    queryset = HarvestTemplate.objects.annotate(configuration_count=Count("configurations")).order_by("name")
-    filterset_class = TemplateFilterSet
-    columns = ["name", "depth_policy", "obey_robots", "dedup", "version", "is_active"]
-    template_name = "harvest/template_list.html"
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_add"] = can(self.request.user, ADD, HarvestTemplate)
-        return context
-
-
-class TemplateDetailView(ObjectDetailView):
-    area = PLANNING
-    queryset = HarvestTemplate.objects.all()
-    fields = ["description", "is_active", "version", "updated_at"]
-    template_name = "harvest/template_detail.html"
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        template = self.object
-        meta = HarvestTemplate._meta
-        context.update(
-            {
-                "groups": [
-                    (
-                        label,
-                        [
-                            (meta.get_field(name).verbose_name, display_value(template, name))
-                            for name in names
-                        ],
-                    )
-                    for label, names in TEMPLATE_GROUPS
-                ],
-                "configuration_count": template.configurations.count(),
-                "may_change": can(self.request.user, CHANGE, HarvestTemplate),
-            }
-        )
-        return context
-
-
-class TemplateCreateView(PlanningFormView):
-    model_permission = (ADD, HarvestTemplate)
-    form_class = TemplateForm
-    template_name = "harvest/template_form.html"
-    title = gettext_lazy("New harvest template")
-    submit_label = gettext_lazy("Create the template")
-    cancel = "harvest:template_list"
-
-    def perform(self, form):
-        template = planning_services.template_save(user=self.request.user, **form.cleaned_data)
-        messages.success(self.request, _("The template %(name)s was created.") % {"name": template})
-        return template
-
-
-class TemplateEditView(PlanningFormView):
-    model = HarvestTemplate
-    model_permission = (CHANGE, HarvestTemplate)
-    form_class = TemplateForm
-    template_name = "harvest/template_form.html"
-    title = gettext_lazy("Edit the template %(name)s")
-
-    def perform(self, form):
-        version = self.object.version
-        template = planning_services.template_save(
-            user=self.request.user, template=self.object, **form.cleaned_data
-        )
-        if template.version != version:
-            message = _("The template %(name)s was saved as version %(version)d.")
-        else:
-            message = _(
-                "The template %(name)s was saved; no crawler setting changed, it stays version %(version)d."
-            )
-        messages.success(self.request, message % {"name": template, "version": template.version})
-        return template
-
-    def get_context_data(self, **kwargs):
-        return {
-            **super().get_context_data(**kwargs),
-            "configuration_count": self.object.configurations.count(),
-        }
-
-
-# Global crawler traps --------------------------------------------------------------------------
-
-
-class TrapListListView(ObjectListView):
-    area = PLANNING
-    queryset = GlobalCrawlerTrapList.objects.all()
-    filterset_class = TrapListFilterSet
-    columns = ["name", "is_active", "description"]
-    template_name = "harvest/trap_list_list.html"
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_add"] = can(self.request.user, ADD, GlobalCrawlerTrapList)
-        return context
-
-
-class TrapListDetailView(ObjectDetailView):
-    area = PLANNING
-    queryset = GlobalCrawlerTrapList.objects.all()
-    fields = ["description", "is_active"]
-    template_name = "harvest/trap_list_detail.html"
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_change"] = can(self.request.user, CHANGE, GlobalCrawlerTrapList)
-        return context
-
-
-class TrapListCreateView(PlanningFormView):
-    model_permission = (ADD, GlobalCrawlerTrapList)
-    form_class = TrapListForm
-    template_name = "harvest/trap_list_form.html"
-    title = gettext_lazy("New global crawler trap list")
-    submit_label = gettext_lazy("Create the list")
-    cancel = "harvest:trap_list_list"
-
-    def perform(self, form):
-        trap_list = planning_services.trap_list_save(user=self.request.user, **form.cleaned_data)
-        messages.success(self.request, _("The trap list %(name)s was created.") % {"name": trap_list})
-        return trap_list
-
-
-class TrapListEditView(PlanningFormView):
-    model = GlobalCrawlerTrapList
-    model_permission = (CHANGE, GlobalCrawlerTrapList)
-    form_class = TrapListForm
-    template_name = "harvest/trap_list_form.html"
-    title = gettext_lazy("Edit the trap list %(name)s")
-
-    def perform(self, form):
-        trap_list = planning_services.trap_list_save(
-            user=self.request.user, trap_list=self.object, **form.cleaned_data
-        )
-        messages.success(self.request, _("The trap list %(name)s was saved.") % {"name": trap_list})
-        return trap_list
-
-
 urlpatterns = [
     path("domains/", DomainListView.as_view(), name="domain_list"),
     path("domains/new/", DomainCreateView.as_view(), name="domain_create"),
@@ -690,12 +482,4 @@ urlpatterns = [
     path("configurations/<int:pk>/", ConfigurationDetailView.as_view(), name="configuration_detail"),
     path("configurations/<int:pk>/edit/", ConfigurationEditView.as_view(), name="configuration_edit"),
     path("configurations/<int:pk>/delete/", ConfigurationDeleteView.as_view(), name="configuration_delete"),
-    path("templates/", TemplateListView.as_view(), name="template_list"),
-    path("templates/new/", TemplateCreateView.as_view(), name="template_create"),
-    path("templates/<int:pk>/", TemplateDetailView.as_view(), name="template_detail"),
-    path("templates/<int:pk>/edit/", TemplateEditView.as_view(), name="template_edit"),
-    path("trap-lists/", TrapListListView.as_view(), name="trap_list_list"),
-    path("trap-lists/new/", TrapListCreateView.as_view(), name="trap_list_create"),
-    path("trap-lists/<int:pk>/", TrapListDetailView.as_view(), name="trap_list_detail"),
-    path("trap-lists/<int:pk>/edit/", TrapListEditView.as_view(), name="trap_list_edit"),
 ]

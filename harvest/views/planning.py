@@ -1,3 +1,14 @@
-"""Placeholder: filled by the pages work."""
+"""Pages of the planning side (Planning and Operations areas).
 
-urlpatterns = []
+Each module holds one group of pages and its URL patterns: harvest definitions,
+schedules and channels, the mappings from selection and the transfer, jobs.
+"""
+
+from harvest.views import definitions, jobs, mappings, schedules
+
+urlpatterns = [
+    *definitions.urlpatterns,
+    *schedules.urlpatterns,
+    *mappings.urlpatterns,
+    *jobs.urlpatterns,
+]

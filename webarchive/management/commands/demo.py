@@ -2,9 +2,11 @@
 
 import os
 
+from django.apps import apps as django_apps
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from harvest.defaults import planning_defaults_ensure
 from harvest.models import CollectionMapping, GlobalCrawlerTrapList, HarvestDefinition, Schedule
 from harvest.services.planning import collection_mapping_save, definition_save, schedule_save, trap_list_save
 from harvest.services.transfer import transfer_collection
@@ -198,6 +200,7 @@ class Command(BaseCommand):
 
     def _planning(self, collections, curator):
         """Schedules, harvest definitions mapped from the collections, a snapshot, and the transfer."""
+        planning_defaults_ensure(django_apps)
         schedules = {}
         for name, fields in DEMO_SCHEDULES:
             schedules[name] = Schedule.objects.filter(name=name).first() or schedule_save(
