@@ -12,7 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from harvest.models import Domain, DomainConfiguration, GlobalCrawlerTrapList, HarvestTemplate, SeedList
 from harvest.models.domains import UNLIMITED
 from harvest.validators import domain_name_normalise
-from webarchive.forms import BootstrapMixin
+from webarchive.forms import BootstrapMixin, SeenVersionMixin
 
 LIMIT_MESSAGE = _("A limit is a number of 0 or more, or -1 for no limit.")
 # A list of domains is read whole and posted back once to be created: 2 MB is about
@@ -110,7 +110,7 @@ class DomainListForm(BootstrapMixin, forms.Form):
         return data
 
 
-class DomainEditForm(BootstrapMixin, forms.ModelForm):
+class DomainEditForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
     default_configuration = forms.ModelChoiceField(
         queryset=DomainConfiguration.objects.none(),
         empty_label=None,
@@ -157,7 +157,7 @@ class DomainAliasForm(BootstrapMixin, forms.Form):
 # Seed lists and configurations -----------------------------------------------------------------
 
 
-class SeedListForm(BootstrapMixin, forms.ModelForm):
+class SeedListForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
     class Meta:
         model = SeedList
         fields = ["name", "seeds", "comments"]
@@ -165,7 +165,7 @@ class SeedListForm(BootstrapMixin, forms.ModelForm):
         error_messages = {"seeds": {"required": _("A seed list needs at least one URL.")}}
 
 
-class ConfigurationForm(BootstrapMixin, forms.ModelForm):
+class ConfigurationForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
     """A configuration of ``instance.domain``: its own seed lists, an active template (or the one it has)."""
 
     max_objects = limit_field(
@@ -236,7 +236,7 @@ TEMPLATE_GROUPS = [
 ]
 
 
-class TemplateForm(BootstrapMixin, forms.ModelForm):
+class TemplateForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
     class Meta:
         model = HarvestTemplate
         fields = ["name", "description", "is_active", *HarvestTemplate.SETTINGS]

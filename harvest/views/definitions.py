@@ -14,7 +14,7 @@ from django.views.generic import View
 
 from harvest.choices import EndKind, HarvestKind
 from harvest.filtersets import HarvestDefinitionFilterSet
-from harvest.forms.planning import ConfigurationAttachForm, DefinitionForm, unchanged_since
+from harvest.forms.planning import ConfigurationAttachForm, DefinitionForm
 from harvest.models import CollectionMapping, HarvestDefinition, HarvestRun, Job, TransferReport
 from harvest.services.planning import (
     definition_configurations_change,
@@ -22,6 +22,7 @@ from harvest.services.planning import (
     definition_save,
     definition_set_active,
 )
+from webarchive.forms import unchanged_since
 from webarchive.permissions import ADD, CHANGE, VIEW, Area, can
 from webarchive.views import AreaRequiredMixin, ObjectDetailView, ObjectListView, ServiceFormView
 

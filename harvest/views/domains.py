@@ -8,6 +8,7 @@ never deleted: no page here offers it.
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
@@ -37,7 +38,7 @@ from harvest.views.base import (
     local_date,
     messages_from,
 )
-from webarchive.forms import add_bootstrap_classes
+from webarchive.forms import add_bootstrap_classes, unchanged_since
 from webarchive.permissions import ADD, CHANGE, DELETE, can
 from webarchive.views import (
     AreaRequiredMixin,
@@ -184,7 +185,9 @@ class DomainEditView(PlanningFormView):
     form_class = DomainEditForm
     title = gettext_lazy("Edit the domain %(name)s")
 
+    @transaction.atomic
     def perform(self, form):
+        unchanged_since(self.object, form.seen)
         domain = domain_services.domain_update(
             domain=self.object, user=self.request.user, **form.cleaned_data
         )
@@ -267,7 +270,9 @@ class SeedListEditView(PlanningFormView):
     form_class = SeedListForm
     title = gettext_lazy("Edit the seed list %(name)s of %(domain)s")
 
+    @transaction.atomic
     def perform(self, form):
+        unchanged_since(self.object, form.seen)
         seed_list = domain_services.seed_list_save(
             user=self.request.user, seed_list=self.object, **form.cleaned_data
         )
@@ -352,7 +357,9 @@ class ConfigurationEditView(PlanningFormView):
     form_class = ConfigurationForm
     title = gettext_lazy("Edit the configuration %(name)s of %(domain)s")
 
+    @transaction.atomic
     def perform(self, form):
+        unchanged_since(self.object, form.seen)
         configuration = configuration_save(self, form, configuration=self.object)
         messages.success(
             self.request, _("The configuration %(name)s was saved.") % {"name": configuration.name}

@@ -12,9 +12,10 @@ from django.utils.translation import gettext_lazy
 
 from harvest.choices import EndKind
 from harvest.filtersets import ChannelFilterSet, ScheduleFilterSet
-from harvest.forms.planning import ChannelForm, ScheduleForm, unchanged_since
+from harvest.forms.planning import ChannelForm, ScheduleForm
 from harvest.models import HarvestChannel, Schedule
 from harvest.services.planning import channel_save, schedule_save
+from webarchive.forms import unchanged_since
 from webarchive.permissions import ADD, CHANGE, Area, can
 from webarchive.views import ObjectDetailView, ObjectListView, ServiceFormView
 

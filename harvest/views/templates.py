@@ -1,6 +1,7 @@
 """Planning pages: harvest templates and global crawler trap lists."""
 
 from django.contrib import messages
+from django.db import transaction
 from django.db.models import Count
 from django.urls import path
 from django.utils.translation import gettext as _
@@ -15,6 +16,7 @@ from harvest.forms.domains import (
 from harvest.models import GlobalCrawlerTrapList, HarvestTemplate
 from harvest.services import planning as planning_services
 from harvest.views.base import PLANNING, PlanningFormView
+from webarchive.forms import unchanged_since
 from webarchive.permissions import ADD, CHANGE, can
 from webarchive.views import (
     ObjectDetailView,
@@ -88,7 +90,9 @@ class TemplateEditView(PlanningFormView):
     template_name = "harvest/template_form.html"
     title = gettext_lazy("Edit the template %(name)s")
 
+    @transaction.atomic
     def perform(self, form):
+        unchanged_since(self.object, form.seen)
         version = self.object.version
         template = planning_services.template_save(
             user=self.request.user, template=self.object, **form.cleaned_data

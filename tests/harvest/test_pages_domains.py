@@ -22,6 +22,12 @@ from webarchive.permissions import Role
 pytestmark = pytest.mark.django_db
 
 
+def post_edit(client, url, data, **options):
+    """POST an edit form as a person does: with the version of the object the form showed."""
+    seen = client.get(url).context["form"]["seen"].value()
+    return client.post(url, {**data, "seen": seen}, **options)
+
+
 @pytest.fixture
 def curator():
     return UserFactory(username="camille", roles=[Role.CURATOR])
@@ -429,7 +435,8 @@ def test_edit_a_domain(as_curator, curator, domain, template):
     other = configuration_save(
         domain=domain, name="light", template=template, seed_lists=list(domain.seed_lists.all())
     )
-    response = as_curator.post(
+    response = post_edit(
+        as_curator,
         reverse("harvest:domain_edit", args=[domain.pk]),
         {"comments": "Closed in 2024", "crawler_traps": "/a/\n/b/\\d+", "default_configuration": other.pk},
         follow=True,
@@ -454,7 +461,8 @@ def test_edit_a_domain(as_curator, curator, domain, template):
 
 def test_a_bad_trap_names_its_line_and_changes_nothing(as_curator, domain):
     before = snapshot(Domain)
-    response = as_curator.post(
+    response = post_edit(
+        as_curator,
         reverse("harvest:domain_edit", args=[domain.pk]),
         {
             "comments": "changed",
@@ -473,7 +481,8 @@ def test_a_bad_trap_names_its_line_and_changes_nothing(as_curator, domain):
 def test_the_default_configuration_is_one_of_the_domains_own(as_curator, domain, make_domain):
     stranger = make_domain("other.fr").default_configuration
     before = snapshot(Domain)
-    response = as_curator.post(
+    response = post_edit(
+        as_curator,
         reverse("harvest:domain_edit", args=[domain.pk]),
         {"comments": "", "crawler_traps": "", "is_active": "on", "default_configuration": stranger.pk},
     )
@@ -572,7 +581,8 @@ def test_create_and_edit_a_seed_list(as_curator, domain):
     assert response.redirect_chain == [(f"{domain.get_absolute_url()}#seed-lists", 302)]
     assert seed_list.seed_urls == ["https://example.fr/news/", "http://example.fr/sport/"]
     assert "The seed list news was created." in page_text(response)
-    response = as_curator.post(
+    response = post_edit(
+        as_curator,
         reverse("harvest:seedlist_edit", args=[seed_list.pk]),
         {"name": "press", "seeds": "https://example.fr/press/", "comments": "renamed"},
     )
@@ -614,7 +624,8 @@ def test_a_refused_seed_list_shows_why_and_changes_nothing(as_curator, domain, d
 def test_an_edited_seed_list_with_a_bad_url_is_not_saved(as_curator, domain):
     seed_list = domain.seed_lists.get()
     before = snapshot(SeedList)
-    response = as_curator.post(
+    response = post_edit(
+        as_curator,
         reverse("harvest:seedlist_edit", args=[seed_list.pk]),
         {"name": "renamed", "seeds": "https://example.fr/\nmailto:someone@example.fr", "comments": ""},
     )
@@ -677,7 +688,8 @@ def test_create_and_edit_a_configuration(as_curator, curator, domain, template):
     assert (configuration.template, list(configuration.seed_lists.all())) == (template, [news])
     assert (configuration.max_objects, configuration.max_bytes) == (10000, 2**30)
     assert "The configuration deep was created." in page_text(response)
-    response = as_curator.post(
+    response = post_edit(
+        as_curator,
         reverse("harvest:configuration_edit", args=[configuration.pk]),
         configuration_data(domain, name="deeper", max_objects=-1, max_request_rate=30, comments="more"),
         follow=True,
@@ -726,7 +738,8 @@ def test_a_configuration_keeps_its_inactive_template_when_edited(as_curator, dom
         domain=domain, name="legacy", template=old, seed_lists=list(domain.seed_lists.all())
     )
     template_save(template=old, is_active=False)
-    response = as_curator.post(
+    response = post_edit(
+        as_curator,
         reverse("harvest:configuration_edit", args=[configuration.pk]),
         configuration_data(domain, name="legacy", template=old.pk, max_objects=50),
     )
@@ -905,14 +918,17 @@ def test_create_a_template_then_a_settings_change_is_a_new_version(as_curator, c
 
     edit = reverse("harvest:template_edit", args=[template.pk])
     assert "This is version 1." in page_text(as_curator.get(edit))
-    response = as_curator.post(edit, template_data(obey_robots=None, min_delay=2.5), follow=True)
+    response = post_edit(as_curator, edit, template_data(obey_robots=None, min_delay=2.5), follow=True)
     template.refresh_from_db()
     assert (template.version, template.obey_robots, template.min_delay) == (2, False, 2.5)
     assert "The template news-sites was saved as version 2." in page_text(response)
     assert response.context["history"][0]["user"] == curator
 
-    response = as_curator.post(
-        edit, template_data(obey_robots=None, min_delay=2.5, description="For the press"), follow=True
+    response = post_edit(
+        as_curator,
+        edit,
+        template_data(obey_robots=None, min_delay=2.5, description="For the press"),
+        follow=True,
     )
     template.refresh_from_db()
     assert (template.version, template.description) == (2, "For the press")
@@ -1001,3 +1017,53 @@ def test_a_refused_trap_list_shows_why_and_changes_nothing(as_curator, trap_list
     assert response.status_code == 200
     assert any(message in error for error in errors_of(response, field)), response.context["form"].errors
     assert snapshot(GlobalCrawlerTrapList) == before
+
+
+@pytest.mark.parametrize("kind", ["domain", "seed list", "configuration", "template"])
+def test_an_edit_never_overwrites_a_change_made_since_the_form_was_shown(as_curator, domain, template, kind):
+    seed_list = domain.seed_lists.get()
+    configuration = domain.default_configuration
+    url, data, obj, field = {
+        "domain": (
+            reverse("harvest:domain_edit", args=[domain.pk]),
+            {"comments": "mine", "is_active": "on", "default_configuration": configuration.pk},
+            domain,
+            "comments",
+        ),
+        "seed list": (
+            reverse("harvest:seedlist_edit", args=[seed_list.pk]),
+            {"name": seed_list.name, "seeds": "http://example.fr/mine"},
+            seed_list,
+            "seeds",
+        ),
+        "configuration": (
+            reverse("harvest:configuration_edit", args=[configuration.pk]),
+            {
+                "name": configuration.name,
+                "template": configuration.template_id,
+                "seed_lists": [seed_list.pk],
+                "max_objects": 5,
+                "max_bytes": -1,
+                "max_request_rate": 0,
+                "comments": "mine",
+            },
+            configuration,
+            "comments",
+        ),
+        "template": (
+            reverse("harvest:template_edit", args=[template.pk]),
+            template_data(),
+            template,
+            "description",
+        ),
+    }[kind]
+    seen = as_curator.get(url).context["form"]["seen"].value()
+    # Someone else saves in the meantime.
+    type(obj).objects.filter(pk=obj.pk).update(
+        **{field: "theirs"}, updated_at=timezone.now() + timedelta(seconds=1)
+    )
+    response = as_curator.post(url, {**data, "seen": seen})
+    assert response.status_code == 200
+    assert "Someone else changed this" in page_text(response)
+    obj.refresh_from_db()
+    assert getattr(obj, field) == "theirs"
