@@ -47,6 +47,12 @@ def _readable(field, value):
         return ", ".join(names) or "—"
     if value in (None, ""):
         return "—"
+    if field.many_to_one or field.one_to_one:
+        # The history holds the id: name the object (or say it is gone).
+        related = field.related_model._default_manager.filter(pk=value).first()
+        return str(related) if related is not None else f"#{value}"
+    if field.choices:
+        return dict(field.flatchoices).get(value, value)
     return value
 
 

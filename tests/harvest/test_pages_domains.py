@@ -457,6 +457,9 @@ def test_edit_a_domain(as_curator, curator, domain, template):
         "active",
         "default configuration",
     }
+    # Related objects and choices are named in the history, not given as ids or codes.
+    changes = {change["field"]: (change["old"], change["new"]) for change in latest["changes"]}
+    assert changes["default configuration"] == ("example.fr / defaultconfig", "example.fr / light")
 
 
 def test_a_bad_trap_names_its_line_and_changes_nothing(as_curator, domain):
