@@ -287,6 +287,11 @@ def test_the_launch_transfers_mapped_collections_first(selective):
 def test_two_launchers_at_once_produce_one_set_of_jobs(make_domain):
     if connection.vendor == "sqlite" and connection.settings_dict["NAME"].startswith("file:memorydb"):
         pytest.skip("an in-memory SQLite database is not shared between threads")
+    from django.apps import apps
+
+    from harvest.defaults import planning_defaults_ensure
+
+    planning_defaults_ensure(apps)  # an earlier transactional test may have flushed them
     for i in range(20):
         make_domain(f"d{i}.fr")
     snapshot = definition_save(kind="snapshot", name="concurrent")
