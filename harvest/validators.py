@@ -141,14 +141,24 @@ def validate_seed_lines(text: str) -> None:
 
 
 def seed_list(text: str) -> list[str]:
-    """The normalised seed URLs of a seed list, without duplicates, in order."""
-    seen: dict[str, None] = {}
-    for _number, url in meaningful_lines(text):
-        try:
-            seen.setdefault(normalise_url(url))
-        except InvalidURL:
-            continue
-    return list(seen)
+    """The seed URLs of a seed list, without duplicates, in order.
+
+    Seed lists are stored normalised (:func:`seeds_normalise`, applied by the
+    services), so reading one is only parsing: the launcher reads millions.
+    """
+    return list(dict.fromkeys(url for _number, url in meaningful_lines(text)))
+
+
+def seeds_normalise(text: str) -> str:
+    """A seed list with each URL line in its stored form; comments, blank lines and bad lines as they are."""
+    lines = []
+    for line in (text or "").splitlines():
+        content = line.strip()
+        if content and not content.startswith("#"):
+            with contextlib.suppress(InvalidURL):  # validate_seed_lines says why
+                content = normalise_url(content)
+        lines.append(content)
+    return "\n".join(lines)
 
 
 def is_address(name: str) -> bool:

@@ -21,7 +21,7 @@ from simple_history.utils import bulk_create_with_history
 
 from harvest.models import Domain, DomainConfiguration, HarvestTemplate, SeedList
 from harvest.models.domains import DEFAULT_CONFIGURATION, DEFAULT_SEED_LIST, UNLIMITED
-from harvest.validators import domain_name_normalise, is_address, meaningful_lines
+from harvest.validators import domain_name_normalise, is_address, meaningful_lines, seeds_normalise
 from webarchive.history import save_as
 from webarchive.permissions import ADD, CHANGE, DELETE, require
 
@@ -59,7 +59,9 @@ def domain_create(
     domain = Domain(name=name, comments=comments, crawler_traps=crawler_traps)
     domain.full_clean(exclude=["default_configuration"])
     save_as(domain, user)
-    seed_list = SeedList(domain=domain, name=DEFAULT_SEED_LIST, seeds=seeds or default_seeds(name))
+    seed_list = SeedList(
+        domain=domain, name=DEFAULT_SEED_LIST, seeds=seeds_normalise(seeds) or default_seeds(name)
+    )
     seed_list.full_clean()
     save_as(seed_list, user)
     configuration = DomainConfiguration(
@@ -242,6 +244,8 @@ def seed_list_save(
     require(user, CHANGE if seed_list else ADD, SeedList)
     if seed_list is None:
         seed_list = SeedList(domain=domain)
+    if "seeds" in fields:
+        fields["seeds"] = seeds_normalise(fields["seeds"])
     for name, value in fields.items():
         setattr(seed_list, name, value)
     seed_list.full_clean()

@@ -28,7 +28,18 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import BigIntegerField, Case, F, OuterRef, Q, Subquery, Value, When
+from django.db.models import (
+    Aggregate,
+    BigIntegerField,
+    Case,
+    F,
+    OuterRef,
+    Q,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce, Least
 from django.utils import timezone
 
@@ -72,6 +83,7 @@ class Candidate:
     max_bytes: int
     max_request_rate: int
     crawler_traps: str
+    seeds: str = ""
 
 
 @dataclass
@@ -181,6 +193,31 @@ def candidate_configurations(definition: HarvestDefinition, now=None):
     ).exclude(Q(domain__alias_of__isnull=False) & Q(domain__alias_updated_at__gt=cutoff))
 
 
+class _SeedTexts(Aggregate):
+    """The texts of a configuration's seed lists, joined by newlines (string_agg; group_concat on SQLite)."""
+
+    function = "STRING_AGG"
+    template = "%(function)s(%(expressions)s, CHR(10))"
+    output_field = TextField()
+
+    def as_sqlite(self, compiler, connection, **extra_context):
+        return super().as_sql(
+            compiler, connection, function="GROUP_CONCAT", template="%(function)s(%(expressions)s, CHAR(10))"
+        )
+
+
+def _seed_texts() -> Subquery:
+    """All the seed lists of the configuration, read with it: no query per job, no IN list of ids."""
+    through = SeedList.configurations.through
+    return Subquery(
+        through.objects.filter(domainconfiguration_id=OuterRef("pk"))
+        .values("domainconfiguration_id")
+        .annotate(text=_SeedTexts("seedlist__seeds"))
+        .values("text"),
+        output_field=TextField(),
+    )
+
+
 def candidates(definition: HarvestDefinition, now=None):
     """Stream the run's candidates sorted by template, then expected size (largest first)."""
     snapshot = definition.kind == HarvestKind.SNAPSHOT
@@ -193,7 +230,7 @@ def candidates(definition: HarvestDefinition, now=None):
     )
     rows = (
         candidate_configurations(definition, now)
-        .annotate(expected=expected)
+        .annotate(expected=expected, seed_texts=_seed_texts())
         .order_by("template_id", "-expected", "domain_id", "pk")
         .values_list(
             "pk",
@@ -204,32 +241,29 @@ def candidates(definition: HarvestDefinition, now=None):
             "max_bytes",
             "max_request_rate",
             "domain__crawler_traps",
+            "seed_texts",
         )
     )
-    for pk, domain_id, template_id, size, max_objects, max_bytes, rate, traps in rows.iterator(
+    for pk, domain_id, template_id, size, max_objects, max_bytes, rate, traps, texts in rows.iterator(
         chunk_size=CHUNK
     ):
         max_objects = limit_min(max_objects, harvest_objects)
         if harvest_objects != UNLIMITED:
             size = min(size, harvest_objects)
         yield Candidate(
-            pk, domain_id, template_id, size, max_objects, limit_min(max_bytes, harvest_bytes), rate, traps
+            pk,
+            domain_id,
+            template_id,
+            size,
+            max_objects,
+            limit_min(max_bytes, harvest_bytes),
+            rate,
+            traps,
+            "\n".join(seed_list(texts or "")),
         )
 
 
 # Writing jobs ----------------------------------------------------------------------------------
-
-
-def _seeds(configuration_ids: list[int]) -> dict[int, str]:
-    """Each configuration's seeds (all its seed lists, normalised, one per line)."""
-    through = SeedList.configurations.through
-    seeds: dict[int, dict[str, None]] = {}
-    for start in range(0, len(configuration_ids), CHUNK):
-        rows = through.objects.filter(domainconfiguration_id__in=configuration_ids[start : start + CHUNK])
-        for configuration_id, text in rows.values_list("domainconfiguration_id", "seedlist__seeds"):
-            for url in seed_list(text):
-                seeds.setdefault(configuration_id, {}).setdefault(url)
-    return {pk: "\n".join(urls) for pk, urls in seeds.items()}
 
 
 _COLUMNS = (
@@ -293,14 +327,13 @@ class _JobWriter:
             domain_count=len(group),
             expected_objects=sum(c.expected for c in group),
         )
-        seeds = _seeds([c.configuration_id for c in group])
         _insert_entries(
             [
                 (
                     job.pk,
                     c.configuration_id,
                     c.domain_id,
-                    seeds.get(c.configuration_id, ""),
+                    c.seeds,
                     c.max_objects,
                     c.max_bytes,
                     c.max_request_rate,
