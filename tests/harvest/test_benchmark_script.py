@@ -1,0 +1,125 @@
+"""The job generation benchmark (benchmarks/job_generation.py) works: counts only, never time."""
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from harvest.models import Domain, HarvestInfo, Job, JobConfiguration
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "job_generation.py"
+
+
+def _url(name: str) -> str:
+    """A database of the test database's server."""
+    settings = connection.settings_dict
+    credentials = settings["USER"] + (f":{settings['PASSWORD']}" if settings["PASSWORD"] else "")
+    return f"postgres://{credentials}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{name}"
+
+
+def _server(statement: str, params=None):
+    """Run one statement on the test database's server, outside any transaction."""
+    import psycopg
+
+    settings = connection.settings_dict
+    arguments = {
+        key: settings[name]
+        for key, name in (("user", "USER"), ("password", "PASSWORD"), ("host", "HOST"), ("port", "PORT"))
+        if settings[name]
+    }
+    with psycopg.connect(dbname="postgres", autocommit=True, **arguments) as server:
+        row = server.execute(statement, params).fetchone() if params else server.execute(statement)
+    return row[0] if params else None
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("job_generation_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def test_benchmark_launches_a_snapshot_of_every_domain_and_measures_the_peer(db, bench):
+    result = bench.benchmark(domains=300, log=lambda text: None)
+
+    assert Domain.objects.count() == 300
+    # A fifth of the domains, give or take, have an earlier harvest, some of them two.
+    infos = HarvestInfo.objects.count()
+    assert result.setup[1].rows == infos
+    assert 30 < HarvestInfo.objects.values("domain").distinct().count() < 100
+    assert infos > HarvestInfo.objects.values("domain").distinct().count()
+
+    jobs = Job.objects.filter(harvest_definition__name="benchmark: snapshot")
+    assert result.jobs == jobs.count()
+    # The varied expected sizes make the size-ratio rule split the snapshot.
+    assert result.jobs > 1
+    assert result.launch.rows == result.job_configurations == result.jobs_domain_count == 300
+    assert JobConfiguration.objects.filter(job__in=jobs).values("domain").distinct().count() == 300
+
+    # The peer wrote the same rows (same expected sizes, same seeds), then rolled them back.
+    assert result.peer.rows == 300
+    assert result.peer.expected_objects == result.launch.expected_objects > 0
+    assert result.peer.seed_characters == result.launch.seed_characters > 300 * 4 * len("http://x.fr/")
+    assert JobConfiguration.objects.count() == 300
+
+    text = bench.report(result, {"database": connection.vendor})
+    assert "| launcher: definition_launch |" in text
+    assert "| peer: one INSERT ... SELECT |" in text
+    assert f"- jobs: {result.jobs:,}" in text
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="the script creates and drops a PostgreSQL database; run the suite on PostgreSQL",
+)
+def test_script_runs_on_a_database_of_its_own_and_drops_it(db):
+    name = f"webarchive_bench_test_{os.getpid()}"
+
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--domains", "300", "--database-url", _url(name)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+        env={key: value for key, value in os.environ.items() if key != "DATABASE_URL"},
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "Job generation, snapshot of 300 domains" in done.stdout
+    assert "| launcher: definition_launch |" in done.stdout
+    assert "| 300 |" in done.stdout
+    assert f"Dropped the database {name}." in done.stderr
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_database WHERE datname = %s", [name])
+        assert cursor.fetchone()[0] == 0
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="the script creates and drops a PostgreSQL database; run the suite on PostgreSQL",
+)
+def test_script_never_uses_a_database_it_did_not_create(db):
+    name = f"webarchive_bench_existing_{os.getpid()}"
+    _server(f'CREATE DATABASE "{name}"')
+    try:
+        done = subprocess.run(
+            [sys.executable, str(SCRIPT), "--domains", "10", "--database-url", _url(name)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        still_there = _server("SELECT count(*) FROM pg_database WHERE datname = %s", [name])
+    finally:
+        _server(f'DROP DATABASE IF EXISTS "{name}"')
+
+    assert done.returncode != 0
+    assert f"The database {name} exists" in done.stderr
+    assert still_there == 1
