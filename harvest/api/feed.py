@@ -11,7 +11,7 @@ schedule after it, up to the schedule's end (a date, or its number of runs);
 an overdue next run (before the window) is not in the window.
 """
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db.models import prefetch_related_objects
 from django.utils import timezone
@@ -127,21 +127,6 @@ class CrawlFeedItemSerializer(serializers.Serializer):
     )
 
 
-def runs_in_window(definition: HarvestDefinition, start: datetime, end: datetime) -> list[datetime]:
-    """The runs of a selective definition in [start, end]: its next run, then its schedule's after it."""
-    next_date = definition.next_date
-    if next_date is None or next_date > end:
-        return []
-    schedule = definition.schedule
-    runs = {next_date} if next_date >= start else set()
-    after = max(start, next_date)
-    runs.update(run for run in schedule.runs(after=after, count=MAX_RUNS_LISTED) if run <= end)
-    ordered = sorted(runs)
-    if schedule.end_kind == EndKind.RUNS:
-        ordered = ordered[: max(schedule.max_runs - definition.runs_done, 0)]
-    return ordered[:MAX_RUNS_LISTED]
-
-
 def _depth(template) -> int:
     return template.clicks if template.depth_policy == DepthPolicy.CLICKS else template.max_hops
 
@@ -172,7 +157,7 @@ class CrawlFeedView(GenericAPIView):
         for definition in due.select_related("schedule"):
             if frequency and definition.schedule.frequency != frequency:
                 continue
-            dates = runs_in_window(definition, start, end)
+            dates = definition.upcoming_runs(MAX_RUNS_LISTED, start=start, end=end)
             if dates:
                 definitions[definition.pk], runs[definition.pk] = definition, dates
 

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from harvest.choices import HarvestKind
+from harvest.choices import EndKind, HarvestKind
 from harvest.models.domains import UNLIMITED, DomainConfiguration
 from harvest.validators import trap_list, validate_trap_lines
 from selection.choices import Budget, Depth, Frequency
@@ -168,6 +168,22 @@ class HarvestDefinition(models.Model):
     @property
     def trap_list(self) -> list[str]:
         return trap_list(self.crawler_traps)
+
+    def upcoming_runs(self, count: int = 5, *, start=None, end=None) -> list:
+        """The next run dates of a selective definition: its next date, then its schedule's.
+
+        Only as many as its schedule has left (a schedule of N runs), and, with
+        ``start``/``end``, only those in that window. Empty when it will not run.
+        """
+        if not self.is_selective or not self.is_active or self.next_date is None:
+            return []
+        schedule = self.schedule
+        if schedule.end_kind == EndKind.RUNS:
+            count = min(count, max(schedule.max_runs - self.runs_done, 0))
+        start = max(start or self.next_date, self.next_date)
+        runs = [self.next_date, *schedule.runs(start, count=count)]
+        runs = [run for run in dict.fromkeys(runs) if run >= start and (end is None or run <= end)]
+        return runs[:count]
 
 
 class GlobalCrawlerTrapList(models.Model):

@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.generic import View
 
-from harvest.choices import EndKind, HarvestKind
+from harvest.choices import HarvestKind
 from harvest.filtersets import HarvestDefinitionFilterSet
 from harvest.forms.planning import ConfigurationAttachForm, DefinitionForm
 from harvest.models import CollectionMapping, HarvestDefinition, HarvestRun, Job, TransferReport
@@ -59,16 +59,6 @@ class DefinitionListView(ObjectListView):
         return context
 
 
-def next_runs(definition: HarvestDefinition, count: int = 5) -> list:
-    """The definition's next runs by its schedule: from its next date, as many as remain."""
-    if not definition.is_selective or not definition.is_active or definition.next_date is None:
-        return []
-    schedule = definition.schedule
-    if schedule.end_kind == EndKind.RUNS:
-        count = max(0, min(count, schedule.max_runs - definition.runs_done))
-    return schedule.runs(definition.next_date, count=count) if count else []
-
-
 class DefinitionDetailView(ObjectDetailView):
     area = Area.PLANNING
     queryset = HarvestDefinition.objects.select_related("channel", "schedule", "continue_from")
@@ -109,7 +99,7 @@ class DefinitionDetailView(ObjectDetailView):
         ).select_related("collection", "user", "harvest_definition")[:10]
         context.update(
             {
-                "next_runs": next_runs(definition),
+                "next_runs": definition.upcoming_runs(),
                 "configuration_page": page,
                 "runs": [(run, jobs_by_run.get(run.pk, [])) for run in runs],
                 "mappings": definition.collection_mappings.select_related("collection"),
