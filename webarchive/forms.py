@@ -31,11 +31,11 @@ class BootstrapMixin:
         super().__init__(*args, **kwargs)
         add_bootstrap_classes(self)
 
-    def full_clean(self):
-        # Marked here, not in __init__: reading self.errors there would validate the
-        # form before a subclass's __init__ has set its querysets.
-        super().full_clean()
-        for name in self.errors:
+    def add_error(self, field, error):
+        # Every error goes through here: the form's own checks and a service's
+        # (webarchive.views.apply_validation_error), so both mark their fields.
+        super().add_error(field, error)
+        for name in self._errors or ():
             if name in self.fields:
                 widget = self.fields[name].widget
                 if "is-invalid" not in widget.attrs.get("class", ""):

@@ -45,15 +45,6 @@ class ParsingModelForm(BootstrapMixin, forms.ModelForm):
         # object it saves, so a rule is checked once and its message is the service's.
         pass
 
-    def add_error(self, field, error):
-        """Also mark the fields a service's errors name (BootstrapMixin marks only the form's own)."""
-        super().add_error(field, error)
-        for name in self.errors:
-            if name in self.fields:
-                widget = self.fields[name].widget
-                if "is-invalid" not in widget.attrs.get("class", ""):
-                    widget.attrs["class"] = f"{widget.attrs.get('class', '')} is-invalid".strip()
-
 
 class UniqueNameMixin:
     """Says at the name field, before saving, that the name is taken (the constraint still guards)."""

@@ -26,3 +26,15 @@ def test_widgets_get_bootstrap_classes_and_invalid_fields_are_marked():
     assert form.fields["choice"].widget.attrs["class"] == "form-select is-invalid"
     assert form.fields["name"].widget.attrs["class"] == "form-control is-invalid"
     assert form.fields["agree"].widget.attrs["class"] == "form-check-input"
+
+
+def test_a_field_a_service_refuses_is_marked_too():
+    from django.core.exceptions import ValidationError
+
+    from webarchive.views import apply_validation_error
+
+    form = ChoiceForm({"choice": "a", "name": "x"})
+    assert form.is_valid()
+    apply_validation_error(form, ValidationError({"name": "Taken."}))
+    assert form.fields["name"].widget.attrs["class"] == "form-control is-invalid"
+    assert form.fields["choice"].widget.attrs["class"] == "form-select"
