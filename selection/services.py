@@ -23,6 +23,7 @@ from selection.choices import CheckStatus, CollectionKind, RecordStatus
 from selection.models import Collection, CompatibilityRule, Keyword, Record, SavedSearch, Theme
 from selection.selectors import changes_since, incompatibility
 from selection.urlcheck import UrlCheckResult, check_url
+from webarchive.history import save_as
 from webarchive.permissions import ADD, CHANGE, VALIDATE, can
 from webarchive.urlnorm import InvalidURL, normalise_url, registered_domain, url_host, url_key
 
@@ -74,7 +75,7 @@ def collection_create(
         collection.default_budget, collection.default_frequency, collection.default_depth, prefix="default_"
     )
     collection.full_clean()
-    _save_as(collection, user)
+    save_as(collection, user)
     collection.members.set(members)
     return collection
 
@@ -88,7 +89,7 @@ def collection_update(*, collection: Collection, user=None, members=None, **fiel
         collection.default_budget, collection.default_frequency, collection.default_depth, prefix="default_"
     )
     collection.full_clean()
-    _save_as(collection, user)
+    save_as(collection, user)
     if members is not None:
         collection.members.set(members)
     return collection
@@ -99,7 +100,7 @@ def theme_create(*, collection: Collection, name: str, is_active: bool = True, u
     """Add a theme to a collection's list."""
     theme = Theme(collection=collection, name=name.strip(), is_active=is_active)
     theme.full_clean()
-    _save_as(theme, user)
+    save_as(theme, user)
     return theme
 
 
@@ -121,7 +122,7 @@ def compatibility_rule_create(
         raise PermissionDenied(_("Only curators may change the compatibility of settings."))
     rule = CompatibilityRule(budget=budget, frequency=frequency, depth=depth, reason=reason)
     rule.full_clean()
-    _save_as(rule, user)
+    save_as(rule, user)
     return rule
 
 
@@ -214,7 +215,7 @@ def _save_record(record: Record, user, expected_version: int | None = None) -> N
         with transaction.atomic():
             if expected_version is not None:
                 _lock(record, expected_version)
-            _save_as(record, user)
+            save_as(record, user)
     except IntegrityError as error:
         record.version = previous_version
         # The unique constraint caught a duplicate created at the same moment.
@@ -224,12 +225,6 @@ def _save_record(record: Record, user, expected_version: int | None = None) -> N
     except ValidationError:
         record.version = previous_version
         raise
-
-
-def _save_as(obj, user) -> None:
-    """Save, recording ``user`` in the object's history even outside a web request."""
-    obj._history_user = user
-    obj.save()
 
 
 def _set_url(record: Record, url: str) -> None:
