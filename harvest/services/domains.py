@@ -21,6 +21,7 @@ from simple_history.utils import bulk_create_with_history
 
 from harvest.models import Domain, DomainConfiguration, HarvestTemplate, SeedList
 from harvest.models.domains import DEFAULT_CONFIGURATION, DEFAULT_SEED_LIST, UNLIMITED
+from harvest.services import validated_save
 from harvest.validators import domain_name_normalise, is_address, meaningful_lines, seeds_normalise
 from webarchive.history import save_as
 from webarchive.permissions import ADD, CHANGE, DELETE, require
@@ -241,16 +242,9 @@ def seed_list_save(
     *, user=None, seed_list: SeedList | None = None, domain: Domain | None = None, **fields
 ) -> SeedList:
     """Create (with ``domain``) or change a seed list."""
-    require(user, CHANGE if seed_list else ADD, SeedList)
-    if seed_list is None:
-        seed_list = SeedList(domain=domain)
     if "seeds" in fields:
         fields["seeds"] = seeds_normalise(fields["seeds"])
-    for name, value in fields.items():
-        setattr(seed_list, name, value)
-    seed_list.full_clean()
-    save_as(seed_list, user)
-    return seed_list
+    return validated_save(seed_list or SeedList(domain=domain), user, fields)
 
 
 @transaction.atomic

@@ -23,22 +23,8 @@ from harvest.models import (
     HarvestTemplate,
     Schedule,
 )
-from webarchive.history import save_as
-from webarchive.permissions import ADD, CHANGE, DELETE, require
-
-
-def _save(obj, user, fields: dict, *, allowed: set[str] | None = None):
-    """Set fields, validate, save; the one write path of the simple planning objects."""
-    require(user, CHANGE if obj.pk else ADD, type(obj))
-    if allowed is not None and set(fields) - allowed:
-        raise ValidationError(
-            _("These fields cannot be set here: %(f)s.") % {"f": ", ".join(sorted(set(fields) - allowed))}
-        )
-    for name, value in fields.items():
-        setattr(obj, name, value)
-    obj.full_clean()
-    save_as(obj, user)
-    return obj
+from harvest.services import validated_save
+from webarchive.permissions import CHANGE, DELETE, require
 
 
 @transaction.atomic
@@ -52,13 +38,13 @@ def template_save(*, user=None, template: HarvestTemplate | None = None, **field
             for name, value in fields.items()
         ):
             template.version += 1
-    return _save(template, user, fields)
+    return validated_save(template, user, fields)
 
 
 @transaction.atomic
 def schedule_save(*, user=None, schedule: Schedule | None = None, **fields) -> Schedule:
     """Create or change a schedule; the definitions using it get their next run recomputed."""
-    schedule = _save(schedule or Schedule(), user, fields)
+    schedule = validated_save(schedule or Schedule(), user, fields)
     now = timezone.now()
     for definition in schedule.harvest_definitions.filter(is_active=True):
         definition.next_date = schedule.next_run(max(now, schedule.start))
@@ -75,7 +61,7 @@ def channel_save(*, user=None, channel: HarvestChannel | None = None, **fields) 
         HarvestChannel.objects.filter(is_snapshot=kind, is_default=True).exclude(pk=channel.pk).update(
             is_default=False
         )
-    return _save(channel, user, fields)
+    return validated_save(channel, user, fields)
 
 
 @transaction.atomic
@@ -83,7 +69,7 @@ def trap_list_save(
     *, user=None, trap_list: GlobalCrawlerTrapList | None = None, **fields
 ) -> GlobalCrawlerTrapList:
     """Create or change a global crawler trap list."""
-    return _save(trap_list or GlobalCrawlerTrapList(), user, fields)
+    return validated_save(trap_list or GlobalCrawlerTrapList(), user, fields)
 
 
 # Harvest definitions ---------------------------------------------------------------------------
@@ -139,7 +125,7 @@ def definition_save(
     if configurations is not None and not definition.is_selective:
         raise ValidationError(_("A snapshot harvest takes every domain; it has no configuration list."))
     is_new = definition.pk is None
-    _save(definition, user, fields, allowed=allowed)
+    validated_save(definition, user, fields, allowed=allowed)
     if definition.is_selective and (is_new or schedule_changed or activated):
         schedule = definition.schedule
         definition.next_date = schedule.next_run(max(timezone.now(), schedule.start))
@@ -198,13 +184,13 @@ def collection_mapping_save(
         raise ValidationError(
             {"harvest_definition": _("Records are transferred to selective harvests only.")}
         )
-    return _save(mapping or CollectionMapping(), user, fields)
+    return validated_save(mapping or CollectionMapping(), user, fields)
 
 
 @transaction.atomic
 def budget_mapping_save(*, user=None, mapping: BudgetMapping | None = None, **fields) -> BudgetMapping:
     """Map a (budget, depth) to a template and limits."""
-    return _save(mapping or BudgetMapping(), user, fields)
+    return validated_save(mapping or BudgetMapping(), user, fields)
 
 
 @transaction.atomic
