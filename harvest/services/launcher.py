@@ -223,11 +223,11 @@ def candidates(definition: HarvestDefinition, now=None):
     snapshot = definition.kind == HarvestKind.SNAPSHOT
     harvest_objects = definition.max_objects_per_domain if snapshot else UNLIMITED
     harvest_bytes = definition.max_bytes_per_domain if snapshot else UNLIMITED
-    expected = Case(
-        When(max_objects__gte=0, then=Least(_expected_size(), F("max_objects"))),
-        default=_expected_size(),
-        output_field=BigIntegerField(),
+    # Capped by max objects; -1 (unlimited) caps nothing. The history lookups appear once in the SQL.
+    cap = Case(
+        When(max_objects__gte=0, then=F("max_objects")), default=Value(2**62), output_field=BigIntegerField()
     )
+    expected = Least(_expected_size(), cap, output_field=BigIntegerField())
     rows = (
         candidate_configurations(definition, now)
         .annotate(expected=expected, seed_texts=_seed_texts())
