@@ -69,6 +69,14 @@ class JobStatus(models.TextChoices):
     RESUBMITTED = "resubmitted", _("Resubmitted")
 
 
+class SiteState(models.TextChoices):
+    """Where the site crawl of one domain configuration in a job stands."""
+
+    QUEUED = "queued", _("Queued")
+    RUNNING = "running", _("Running")
+    ENDED = "ended", _("Ended")
+
+
 class StopReason(models.TextChoices):
     """Why the crawl of one domain configuration in a job ended."""
 

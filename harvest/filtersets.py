@@ -6,7 +6,7 @@ import django_filters
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
-from harvest.choices import HarvestKind, JobStatus
+from harvest.choices import HarvestKind, JobStatus, SiteState, StopReason
 from harvest.models import (
     Domain,
     DomainConfiguration,
@@ -15,6 +15,7 @@ from harvest.models import (
     HarvestDefinition,
     HarvestTemplate,
     Job,
+    JobConfiguration,
     Schedule,
     SeedList,
     TransferReport,
@@ -147,3 +148,23 @@ class JobFilterSet(django_filters.FilterSet):
 
     def with_domain(self, queryset, name, value):
         return queryset.filter(Q(configurations__domain__name=value.strip().lower())).distinct()
+
+
+class SiteCrawlFilterSet(django_filters.FilterSet):
+    """The site crawls of one job by state, stop reason and domain (the job page and its API)."""
+
+    state = django_filters.MultipleChoiceFilter(choices=SiteState.choices, label=_("State"))
+    stop_reason = django_filters.ChoiceFilter(choices=StopReason.choices, label=_("Stop reason"))
+    domain = django_filters.CharFilter(
+        field_name="domain__name", lookup_expr="contains", label=_("Domain"), help_text=_("Part of the name.")
+    )
+
+    class Meta:
+        model = JobConfiguration
+        fields = ["state", "stop_reason", "domain"]
+
+    def filter_queryset(self, queryset):
+        # Domain names are stored in lower case.
+        if self.form.cleaned_data.get("domain"):
+            self.form.cleaned_data["domain"] = self.form.cleaned_data["domain"].strip().lower()
+        return super().filter_queryset(queryset)

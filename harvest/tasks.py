@@ -1,11 +1,47 @@
-"""Celery tasks of the planning side: the launcher, run by beat every HARVEST_LAUNCHER_INTERVAL."""
+"""Celery tasks of the harvest side: the launcher and its dispatch, the site crawls, the watchdog.
+
+Tasks take ids, re-read the database and call one service; they are idempotent, so that
+``acks_late`` redelivery after a killed worker is safe (a site already ended is not crawled again).
+"""
 
 from celery import shared_task
+from django.db import OperationalError
 
+from harvest.services.crawls import jobs_dispatch_submitted, jobs_fail_stalled
 from harvest.services.launcher import launch_due
 
 
 @shared_task(name="harvest.launch_due", ignore_result=True, time_limit=3600, soft_time_limit=3500)
 def launch_due_task() -> list[int]:
-    """Turn due harvest definitions into runs and jobs (safe if two run at once)."""
-    return [run.pk for run in launch_due()]
+    """Turn due harvest definitions into runs and jobs (safe if two run at once), then send them to crawl."""
+    runs = [run.pk for run in launch_due()]
+    jobs_dispatch_submitted()
+    return runs
+
+
+@shared_task(name="harvest.dispatch_submitted", ignore_result=True, time_limit=600)
+def dispatch_submitted_task() -> int:
+    """Send the site crawls of every submitted job not sent yet (after "run now" or a resubmission)."""
+    return jobs_dispatch_submitted()
+
+
+@shared_task(
+    name="harvest.crawl_site",
+    ignore_result=True,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=10,
+    max_retries=5,
+)
+def crawl_site(entry_id: int) -> str:
+    """Crawl one domain configuration of a job (a JobConfiguration) to its end."""
+    from harvest.worker import run_site_crawl  # the crawler is loaded by crawl workers only
+
+    return run_site_crawl(entry_id)
+
+
+@shared_task(name="harvest.fail_stalled", ignore_result=True, time_limit=600)
+def fail_stalled_task() -> list[int]:
+    """Fail the started jobs that have made no progress while their queue's workers are gone."""
+    return [job.pk for job in jobs_fail_stalled()]

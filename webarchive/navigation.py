@@ -40,8 +40,10 @@ AREA_PAGES: dict[Area, list[Page]] = {
         Page(_("Mappings from selection"), "harvest:mapping_list", "harvest.collectionmapping"),
         Page(_("Transfer"), "harvest:transfer", "harvest.transferreport"),
         Page(_("Jobs"), "harvest:job_list", "harvest.job"),
+        Page(_("Running jobs"), "harvest:job_running", "harvest.job"),
     ],
     Area.OPERATIONS: [
+        Page(_("Running jobs"), "harvest:job_running", "harvest.job"),
         Page(_("Jobs"), "harvest:job_list", "harvest.job"),
     ],
     Area.REPORTS: [],

@@ -60,7 +60,6 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from django.utils.translation import gettext as _
 from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
@@ -68,6 +67,21 @@ from urllib3.poolmanager import PoolManager
 from urllib3.util.timeout import _DEFAULT_TIMEOUT
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+
+def _(message: str) -> str:
+    # Translated inside the application; the crawler core uses this module without Django set up.
+    try:
+        from django.conf import settings
+
+        if settings.configured:
+            from django.utils.translation import gettext
+
+            return gettext(message)
+    except ImportError:
+        pass
+    return message
+
 Resolver = Callable[[str, int], list[str]]
 
 # Instance metadata and similar host-only services of cloud platforms: reaching
@@ -394,6 +408,9 @@ class _Guard:
 class _GuardedConnectionMixin:
     """Replaces urllib3's name-to-socket step (``_new_conn``) with :func:`connect_checked`."""
 
+    # The checked IP address the socket is connected to (the crawler records it in its WARC files).
+    peer_address: str | None = None
+
     def __init__(self, *args, guard: _Guard, **kwargs):
         self._guard = guard
         super().__init__(*args, **kwargs)
@@ -417,6 +434,10 @@ class _GuardedConnectionMixin:
             ) from error
         except OSError as error:
             raise NewConnectionError(self, f"Failed to establish a new connection: {error}") from error
+        try:
+            self.peer_address = str(sock.getpeername()[0])
+        except OSError:  # reset already: the request on it fails and says so
+            self.peer_address = None
         sys.audit("http.client.connect", self, self.host, self.port)
         return sock
 

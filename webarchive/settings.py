@@ -68,6 +68,34 @@ HARVEST_JOB_MAX_OBJECTS = env.int("HARVEST_JOB_MAX_OBJECTS", default=50_000_000)
 # How often (seconds) celery beat runs the launcher.
 HARVEST_LAUNCHER_INTERVAL = env.float("HARVEST_LAUNCHER_INTERVAL", default=60.0)
 
+# Crawling (harvest/crawler/ and its Celery tasks). See docs/harvesting.md.
+# Where crawl workers write WARC files (until the storage nodes take them) and crawl logs.
+HARVEST_WARC_DIR = Path(env("HARVEST_WARC_DIR", default=str(VAR_DIR / "warcs")))
+HARVEST_SPOOL_DIR = Path(env("HARVEST_SPOOL_DIR", default=str(VAR_DIR / "crawl")))
+HARVEST_WARC_PREFIX = env("HARVEST_WARC_PREFIX", default="webarchive")
+HARVEST_WARC_MAX_SIZE = env.int("HARVEST_WARC_MAX_SIZE", default=1_000_000_000)
+# The crawler's name, with the page that tells webmasters who we are.
+HARVEST_CONTACT_URL = env("HARVEST_CONTACT_URL", default="http://127.0.0.1:8000/about/crawler/")
+HARVEST_USER_AGENT = env(
+    "HARVEST_USER_AGENT", default=f"webarchive-bot/1.0 (+{HARVEST_CONTACT_URL})"
+)
+# Fetch threads shared by all the site crawls of one worker process, and the most site crawls one
+# worker process runs at once (its Celery concurrency; a waiting site holds no fetch thread).
+HARVEST_CRAWL_THREADS = env.int("HARVEST_CRAWL_THREADS", default=8)
+HARVEST_CONNECT_TIMEOUT = env.float("HARVEST_CONNECT_TIMEOUT", default=10.0)
+HARVEST_READ_TIMEOUT = env.float("HARVEST_READ_TIMEOUT", default=30.0)
+HARVEST_MAX_RESPONSE_BYTES = env.int("HARVEST_MAX_RESPONSE_BYTES", default=100 * 1024 * 1024)
+HARVEST_MAX_FETCH_SECONDS = env.float("HARVEST_MAX_FETCH_SECONDS", default=600.0)
+# Trap limits: a path segment repeated more than N times; distinct URLs under one directory;
+# distinct parameter sets of one script.
+HARVEST_TRAP_PATH_REPEATS = env.int("HARVEST_TRAP_PATH_REPEATS", default=2)
+HARVEST_TRAP_PER_DIRECTORY = env.int("HARVEST_TRAP_PER_DIRECTORY", default=5_000)
+HARVEST_TRAP_PER_SCRIPT = env.int("HARVEST_TRAP_PER_SCRIPT", default=500)
+# How often (seconds) a running site crawl writes its progress and looks for a stop request.
+HARVEST_PROGRESS_INTERVAL = env.float("HARVEST_PROGRESS_INTERVAL", default=2.0)
+# A started job none of whose sites has made progress for this long is failed.
+HARVEST_STALL_SECONDS = env.int("HARVEST_STALL_SECONDS", default=900)
+
 INSTALLED_APPS = [
     "webarchive.apps.WebArchiveAdminConfig",
     "django.contrib.auth",
@@ -255,6 +283,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "harvest-launcher": {"task": "harvest.launch_due", "schedule": HARVEST_LAUNCHER_INTERVAL},
+    "harvest-watchdog": {"task": "harvest.fail_stalled", "schedule": 60.0},
 }
 CELERY_TIMEZONE = TIME_ZONE
 

@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from harvest.choices import HarvestKind
+from harvest.choices import HarvestKind, JobStatus
 from harvest.models import (
     BudgetMapping,
     CollectionMapping,
@@ -31,6 +31,7 @@ from harvest.models import (
 from harvest.services.planning import SELECTIVE_FIELDS, SNAPSHOT_FIELDS
 from harvest.validators import domain_name_normalise, trap_list
 from selection.models import Collection
+from storage.models import WarcFile
 
 # Limits are -1 (no limit) or more; said at the field before the service's constraint says it for the row.
 LIMIT = {"min_value": -1}
@@ -514,21 +515,49 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class JobDetailSerializer(JobSerializer):
-    """A job with what it froze: the template settings and traps, and a link to its configurations."""
+    """A job with what it froze (the template settings and traps) and links to its parts."""
 
     configurations_url = serializers.SerializerMethodField(
         help_text=_("The job's domain configurations, paginated.")
     )
+    progress_url = serializers.SerializerMethodField(help_text=_("The job's progress summed over its sites."))
+    sites_url = serializers.SerializerMethodField(help_text=_("The progress of each site, paginated."))
+    files_url = serializers.SerializerMethodField(help_text=_("The job's WARC files, paginated."))
 
     class Meta(JobSerializer.Meta):
-        fields = [*JobSerializer.Meta.fields, "template_settings", "crawler_traps", "configurations_url"]
+        fields = [
+            *JobSerializer.Meta.fields,
+            "dispatched_at",
+            "stop_requested_at",
+            "template_settings",
+            "crawler_traps",
+            "configurations_url",
+            "progress_url",
+            "sites_url",
+            "files_url",
+        ]
         read_only_fields = fields
+
+    def _url(self, name: str, job) -> str:
+        url = reverse(f"api:job-{name}", kwargs={"pk": job.pk})
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request else url
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_configurations_url(self, job) -> str:
-        url = reverse("api:job-configurations", kwargs={"pk": job.pk})
-        request = self.context.get("request")
-        return request.build_absolute_uri(url) if request else url
+        return self._url("configurations", job)
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_progress_url(self, job) -> str:
+        return self._url("progress", job)
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_sites_url(self, job) -> str:
+        return self._url("sites", job)
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_files_url(self, job) -> str:
+        return self._url("files", job)
 
 
 class JobConfigurationSerializer(serializers.ModelSerializer):
@@ -575,4 +604,64 @@ class HarvestInfoSerializer(serializers.ModelSerializer):
             "stop_reason",
             "created_at",
         ]
+        read_only_fields = fields
+
+
+class SiteCountsSerializer(serializers.Serializer):
+    total = serializers.IntegerField(source="sites_total")
+    queued = serializers.IntegerField(source="sites_queued")
+    running = serializers.IntegerField(source="sites_running")
+    ended = serializers.IntegerField(source="sites_ended")
+
+
+class JobProgressSerializer(serializers.Serializer):
+    """A job's progress summed over its sites, as the site crawls last reported it."""
+
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=JobStatus.choices)
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    stop_requested_at = serializers.DateTimeField(allow_null=True)
+    ended_at = serializers.DateTimeField(allow_null=True)
+    sites = SiteCountsSerializer(source="*")
+    urls_done = serializers.IntegerField()
+    urls_queued = serializers.IntegerField()
+    bytes_done = serializers.IntegerField()
+    error_count = serializers.IntegerField()
+    rate = serializers.FloatField(help_text=_("URLs per second, summed over the running sites."))
+
+
+class SiteProgressSerializer(serializers.ModelSerializer):
+    """One site crawl of a job: its state and the progress it last reported."""
+
+    domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = JobConfiguration
+        fields = [
+            "id",
+            "domain",
+            "configuration",
+            "state",
+            "attempts",
+            "worker",
+            "started_at",
+            "progress_at",
+            "ended_at",
+            "urls_done",
+            "urls_queued",
+            "bytes_done",
+            "error_count",
+            "rate",
+            "current_url",
+            "stop_reason",
+            "error",
+        ]
+        read_only_fields = fields
+
+
+class WarcFileSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = WarcFile
+        fields = ["id", "name", "path", "size", "sha256", "records", "created_at", "closed_at", "recovered"]
         read_only_fields = fields

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Count, Prefetch
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -31,14 +31,18 @@ from harvest.api.serializers import (
     HarvestInfoSerializer,
     JobConfigurationSerializer,
     JobDetailSerializer,
+    JobProgressSerializer,
     JobSerializer,
     ScheduleSerializer,
     SeedListSerializer,
+    SiteProgressSerializer,
     TemplateSerializer,
     TransferReportSerializer,
     TransferRequestSerializer,
     TrapListSerializer,
+    WarcFileSerializer,
 )
+from harvest.choices import SiteState, StopReason
 from harvest.filtersets import (
     ChannelFilterSet,
     ConfigurationFilterSet,
@@ -47,6 +51,7 @@ from harvest.filtersets import (
     JobFilterSet,
     ScheduleFilterSet,
     SeedListFilterSet,
+    SiteCrawlFilterSet,
     TemplateFilterSet,
     TransferReportFilterSet,
     TrapListFilterSet,
@@ -67,8 +72,9 @@ from harvest.models import (
     SeedList,
     TransferReport,
 )
-from harvest.services import domains, jobs, planning, transfer
+from harvest.services import crawls, domains, jobs, planning, transfer
 from harvest.validators import domain_name_normalise
+from harvest.views.jobs import job_sites, job_totals
 from webarchive.api.viewsets import NoDeleteViewSet, ReadOnlyViewSet, RestrictedQuerysetMixin
 from webarchive.permissions import CHANGE, VIEW, Area, restrict
 
@@ -501,11 +507,11 @@ class TransferViewSet(PlanningViewSetMixin, ReadOnlyViewSet):
 
 
 class JobViewSet(ReadOnlyViewSet):
-    """Jobs: read (curators and engineers), and resubmit a failed or never started one (engineers)."""
+    """Jobs: read them and their progress (curators and engineers); stop or resubmit them (engineers)."""
 
-    # Curators read jobs (quality, planning); engineers also resubmit them.
+    # Curators read jobs (quality, planning); engineers also stop and resubmit them.
     area = Area.PLANNING
-    action_permissions = {"resubmit": (CHANGE, None)}
+    action_permissions = {"resubmit": (CHANGE, None), "stop": (CHANGE, None)}
     queryset = Job.objects.all()
     filterset_class = JobFilterSet
 
@@ -517,6 +523,11 @@ class JobViewSet(ReadOnlyViewSet):
 
     def get_serializer_class(self):
         return JobSerializer if self.action == "list" else JobDetailSerializer
+
+    def _detail(self, job, status_code=status.HTTP_200_OK):
+        return Response(
+            JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status_code
+        )
 
     @extend_schema(responses=JobConfigurationSerializer(many=True))
     @action(
@@ -536,14 +547,60 @@ class JobViewSet(ReadOnlyViewSet):
         page = self.paginate_queryset(entries)
         return self.get_paginated_response(JobConfigurationSerializer(page, many=True).data)
 
+    @extend_schema(responses=JobProgressSerializer)
+    @action(detail=True, methods=["get"], serializer_class=JobProgressSerializer, filterset_class=None)
+    def progress(self, request, pk=None):
+        """The job's status and its progress summed over its sites, as they last reported it."""
+        job = self.get_object()
+        fields = ("id", "status", "submitted_at", "started_at", "stop_requested_at", "ended_at")
+        progress = {name: getattr(job, name) for name in fields} | job_totals(job)
+        return Response(JobProgressSerializer(progress).data)
+
+    @extend_schema(
+        responses=SiteProgressSerializer(many=True),
+        parameters=[
+            OpenApiParameter(
+                "state",
+                str,
+                enum=SiteState.values,
+                many=True,
+                explode=True,
+                description=_("State (repeatable)."),
+            ),
+            OpenApiParameter("stop_reason", str, enum=StopReason.values),
+            OpenApiParameter("domain", str, description=_("Part of the domain name.")),
+        ],
+    )
+    @action(detail=True, methods=["get"], serializer_class=SiteProgressSerializer, filterset_class=None)
+    def sites(self, request, pk=None):
+        """The progress of each site of the job, running ones first (paginated; filter by state)."""
+        job = self.get_object()
+        filterset = SiteCrawlFilterSet(request.query_params, queryset=job_sites(job), request=request)
+        if not filterset.is_valid():
+            raise ValidationError(filterset.errors)
+        page = self.paginate_queryset(filterset.qs)
+        return self.get_paginated_response(SiteProgressSerializer(page, many=True).data)
+
+    @extend_schema(responses=WarcFileSerializer(many=True))
+    @action(detail=True, methods=["get"], serializer_class=WarcFileSerializer, filterset_class=None)
+    def files(self, request, pk=None):
+        """The job's closed WARC files: name, size, records, SHA-256 (paginated, oldest first)."""
+        job = self.get_object()
+        page = self.paginate_queryset(job.warc_files.order_by("created_at", "name"))
+        return self.get_paginated_response(WarcFileSerializer(page, many=True).data)
+
+    @extend_schema(request=None, responses=JobDetailSerializer)
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def stop(self, request, pk=None):
+        """Stop a submitted or running job: its queued sites end at once, its running sites within seconds."""
+        return self._detail(crawls.job_stop(job=self.get_object(), user=request.user))
+
     @extend_schema(request=None, responses={201: JobDetailSerializer})
     @action(detail=True, methods=["post"], filterset_class=None)
     def resubmit(self, request, pk=None):
         """Run the job again as a new job with the same contents; answers with the new job."""
-        copy = jobs.job_resubmit(job=self.get_object(), user=request.user)
-        return Response(
-            JobDetailSerializer(copy, context=self.get_serializer_context()).data,
-            status=status.HTTP_201_CREATED,
+        return self._detail(
+            jobs.job_resubmit(job=self.get_object(), user=request.user), status.HTTP_201_CREATED
         )
 
 

@@ -9,7 +9,7 @@ from harvest.models.definitions import (
     TransferReport,
 )
 from harvest.models.domains import UNLIMITED, Domain, DomainConfiguration, SeedList
-from harvest.models.jobs import HarvestInfo, HarvestRun, Job, JobConfiguration
+from harvest.models.jobs import ExternalLink, HarvestInfo, HarvestRun, Job, JobConfiguration
 from harvest.models.schedules import Schedule
 from harvest.models.templates import HarvestTemplate
 
@@ -19,6 +19,7 @@ __all__ = [
     "CollectionMapping",
     "Domain",
     "DomainConfiguration",
+    "ExternalLink",
     "GlobalCrawlerTrapList",
     "HarvestChannel",
     "HarvestDefinition",

@@ -5,7 +5,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from harvest.choices import JobStatus, StopReason
+from harvest.choices import JobStatus, SiteState, StopReason
 from harvest.models.definitions import HarvestChannel, HarvestDefinition
 from harvest.models.domains import Domain, DomainConfiguration
 
@@ -75,6 +75,8 @@ class Job(models.Model):
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
     ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
     errors = models.TextField(_("errors"), blank=True)
+    dispatched_at = models.DateTimeField(_("sent to the crawlers at"), null=True, blank=True)
+    stop_requested_at = models.DateTimeField(_("stop requested at"), null=True, blank=True)
     resubmitted_as = models.OneToOneField(
         "self",
         on_delete=models.PROTECT,
@@ -129,6 +131,24 @@ class JobConfiguration(models.Model):
     expected_objects = models.BigIntegerField(_("expected objects"))
     crawler_traps = models.TextField(_("domain crawler traps"), blank=True)
 
+    # The site crawl of this configuration: its state and live progress, written by the crawl
+    # task every few seconds (pages read it here, never from the crawler).
+    state = models.CharField(_("state"), max_length=10, choices=SiteState, default=SiteState.QUEUED)
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
+    worker = models.CharField(_("worker"), max_length=200, blank=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
+    progress_at = models.DateTimeField(_("progress at"), null=True, blank=True)
+    urls_done = models.BigIntegerField(_("URLs done"), default=0)
+    urls_queued = models.BigIntegerField(_("URLs queued"), default=0)
+    bytes_done = models.BigIntegerField(_("bytes"), default=0)
+    error_count = models.BigIntegerField(_("errors"), default=0)
+    rate = models.FloatField(_("URLs per second"), default=0.0)
+    current_url = models.TextField(_("current URL"), blank=True)
+    stop_reason = models.CharField(_("stop reason"), max_length=20, choices=StopReason, blank=True)
+    error = models.TextField(_("error"), blank=True)
+    report = models.JSONField(_("report"), default=dict, blank=True)
+
     class Meta:
         verbose_name = _("job configuration")
         verbose_name_plural = _("job configurations")
@@ -140,6 +160,7 @@ class JobConfiguration(models.Model):
                 violation_error_message=_("A domain is harvested at most once per job."),
             )
         ]
+        indexes = [models.Index(fields=["job", "state"])]
 
     def __str__(self):
         return f"{self.job} / {self.configuration}"
@@ -147,6 +168,27 @@ class JobConfiguration(models.Model):
     @property
     def seed_urls(self) -> list[str]:
         return self.seeds.split()
+
+
+class ExternalLink(models.Model):
+    """A link to another site found by a site crawl, with how many times it was found."""
+
+    entry = models.ForeignKey(
+        JobConfiguration,
+        on_delete=models.CASCADE,
+        related_name="external_links",
+        verbose_name=_("site crawl"),
+    )
+    url = models.TextField(_("URL"))
+    count = models.PositiveIntegerField(_("times found"), default=1)
+
+    class Meta:
+        verbose_name = _("external link")
+        verbose_name_plural = _("external links")
+        ordering = ["entry", "-count", "url"]
+
+    def __str__(self):
+        return self.url
 
 
 class HarvestInfo(models.Model):

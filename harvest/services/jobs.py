@@ -94,7 +94,15 @@ def job_resubmit(*, job: Job, user=None) -> Job:
     )
     job.resubmitted_as = copy
     save_as(job, user)
-    return job_transition(job=copy, status=JobStatus.SUBMITTED, user=user)
+    copy = job_transition(job=copy, status=JobStatus.SUBMITTED, user=user)
+    _dispatch_after_commit()
+    return copy
+
+
+def _dispatch_after_commit() -> None:
+    from harvest.tasks import dispatch_submitted_task  # tasks import the services
+
+    dispatch_submitted_task.delay_on_commit()
 
 
 @transaction.atomic

@@ -151,6 +151,9 @@ def definition_run_now(*, definition: HarvestDefinition, user=None) -> HarvestDe
     definition.next_date = timezone.now()
     definition._history_user = user
     definition.save(update_fields=["next_date"])
+    from harvest.tasks import launch_due_task  # tasks import the services
+
+    launch_due_task.delay_on_commit()  # now, not at the launcher's next beat
     return definition
 
 

@@ -27,7 +27,7 @@ from harvest.forms.domains import (
     DomainListForm,
     SeedListForm,
 )
-from harvest.models import Domain, DomainConfiguration, SeedList
+from harvest.models import Domain, DomainConfiguration, HarvestInfo, SeedList
 from harvest.services import domains as domain_services
 from harvest.views.base import (
     MAX_BULK_LIMITS,
@@ -39,12 +39,14 @@ from harvest.views.base import (
     messages_from,
 )
 from webarchive.forms import add_bootstrap_classes, unchanged_since
-from webarchive.permissions import ADD, CHANGE, DELETE, can
+from webarchive.permissions import ADD, CHANGE, DELETE, can, restrict
 from webarchive.views import (
     AreaRequiredMixin,
     ObjectDetailView,
     ObjectListView,
 )
+
+SHOWN_HARVESTS = 100  # rows of a domain's harvest history; the count says how many in all
 
 # Domains ---------------------------------------------------------------------------------------
 
@@ -89,9 +91,21 @@ class DomainDetailView(ObjectDetailView):
                 "may_change_seed_list": can(user, CHANGE, SeedList),
                 "may_delete_seed_list": can(user, DELETE, SeedList),
                 "may_add_configuration": can(user, ADD, DomainConfiguration),
+                **harvest_history(domain, user),
             }
         )
         return context
+
+
+def harvest_history(domain: Domain, user) -> dict:
+    """What each job harvested of the domain, the most recent first (the first SHOWN_HARVESTS)."""
+    infos = restrict(HarvestInfo.objects.filter(domain=domain), user).order_by("-created_at", "-pk")
+    return {
+        "harvests": infos.select_related("job", "job__harvest_definition", "configuration").defer(
+            "job__template_settings", "job__crawler_traps"
+        )[:SHOWN_HARVESTS],
+        "harvest_count": infos.count(),
+    }
 
 
 class DomainCreateView(PlanningFormView):

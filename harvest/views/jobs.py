@@ -1,22 +1,138 @@
-"""Job pages (Operations): the list, one job with its frozen contents, and resubmission (engineers)."""
+"""Job pages (Planning and Operations): the list, the running jobs with their live progress, one job
+(its sites, crawl log, WARC files, external links and frozen contents), stop and resubmit (engineers).
+
+Progress is read from the database rows the site crawls write every few seconds, never from the
+crawlers. The live parts are htmx fragments of the same URLs: a request with the ``HX-Request``
+header gets the fragment only, which polls again while its job runs and stops when nothing does.
+"""
+
+import re
+from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.db.models import BigIntegerField, Case, Count, FloatField, IntegerField, Q, Sum, Value, When
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
+from django.utils.cache import patch_vary_headers
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.generic import View
 
-from harvest.choices import JobStatus
-from harvest.filtersets import JobFilterSet
-from harvest.models import Job
+from harvest.choices import JobStatus, SiteState
+from harvest.filtersets import JobFilterSet, SiteCrawlFilterSet
+from harvest.models import ExternalLink, Job
+from harvest.services.crawls import job_stop
 from harvest.services.jobs import JOB_TRANSITIONS, job_resubmit
+from webarchive.forms import add_bootstrap_classes
 from webarchive.permissions import CHANGE, Area, can
 from webarchive.views import AreaRequiredMixin, ObjectDetailView, ObjectListView
 
 ENTRIES_PER_PAGE = 50
+SITES_PER_PAGE = 50
+LOG_LINES = 500  # crawl log lines shown by a search
+LOG_PATTERN_MAX = 1000  # characters of a search pattern
+SHOWN_DOMAINS = 1000  # domains offered to the crawl log search
+SHOWN_WARC_FILES = 200
+SHOWN_EXTERNAL_LINKS = 50
+ACTIVE = (JobStatus.SUBMITTED, JobStatus.STARTED)  # the statuses whose progress is polled
+SITE_QUERY = ("state", "domain", "stop_reason", "sites_page")  # what the sites fragment is about
+
+
+# Reads shared with the REST API ----------------------------------------------------------------
+
+
+def site_totals(prefix: str = "") -> dict:
+    """Aggregates of site crawls: counts by state, summed progress (``prefix``: the relation from a Job)."""
+
+    def count(state=None):
+        condition = Q(**{f"{prefix}state": state}) if state else None
+        return Count(f"{prefix}pk", filter=condition)
+
+    def total(field):
+        return Coalesce(Sum(f"{prefix}{field}"), Value(0), output_field=BigIntegerField())
+
+    return {
+        "sites_total": count(),
+        "sites_queued": count(SiteState.QUEUED),
+        "sites_running": count(SiteState.RUNNING),
+        "sites_ended": count(SiteState.ENDED),
+        "urls_done": total("urls_done"),
+        "urls_queued": total("urls_queued"),
+        "bytes_done": total("bytes_done"),
+        "error_count": total("error_count"),
+        # Only running sites fetch: an ended site's last rate is history.
+        "rate": Coalesce(
+            Sum(f"{prefix}rate", filter=Q(**{f"{prefix}state": SiteState.RUNNING})),
+            Value(0.0),
+            output_field=FloatField(),
+        ),
+    }
+
+
+def job_totals(job: Job) -> dict:
+    """The progress of a job summed over its sites, in one query."""
+    return job.configurations.order_by().aggregate(**site_totals())
+
+
+def job_sites(job: Job):
+    """A job's site crawls with their progress: running ones first, then queued, then ended."""
+    return (
+        job.configurations.select_related("domain")
+        .defer("seeds", "crawler_traps", "report")
+        .annotate(
+            state_rank=Case(
+                When(state=SiteState.RUNNING, then=Value(0)),
+                When(state=SiteState.QUEUED, then=Value(1)),
+                default=Value(2),
+                output_field=IntegerField(),
+            )
+        )
+        .order_by("state_rank", "domain__name", "pk")
+    )
+
+
+@dataclass(frozen=True)
+class Bar:
+    """A progress bar: ``done`` of ``total``."""
+
+    done: int
+    total: int
+
+    @property
+    def percent(self) -> int:
+        return min(100, self.done * 100 // self.total) if self.total > 0 else 0
+
+
+def url_bar(done: int, queued: int) -> Bar:
+    return Bar(done, done + queued)
+
+
+def with_bars(job) -> None:
+    """Give a job annotated with :func:`site_totals` (or a dict of them) its two bars: URLs and sites."""
+    get = job.get if isinstance(job, dict) else lambda name: getattr(job, name)
+    bars = {
+        "url_bar": url_bar(get("urls_done"), get("urls_queued")),
+        "site_bar": Bar(get("sites_ended"), get("sites_total")),
+    }
+    if isinstance(job, dict):
+        job.update(bars)
+    else:
+        for name, bar in bars.items():
+            setattr(job, name, bar)
+
+
+def htmx_response(request, response):
+    """The fragment and the page share a URL: caches must keep them apart."""
+    patch_vary_headers(response, ["HX-Request"])
+    return response
+
+
+# Pages -----------------------------------------------------------------------------------------
 
 
 class JobListView(ObjectListView):
@@ -25,6 +141,37 @@ class JobListView(ObjectListView):
     filterset_class = JobFilterSet
     template_name = "harvest/job_list.html"
     columns: list[str] = []  # the template lays out its own table
+
+
+class RunningJobsView(ObjectListView):
+    """Submitted and started jobs with their live progress; the table body polls every 3 s while any runs."""
+
+    area = Area.PLANNING
+    queryset = (
+        Job.objects.filter(status__in=ACTIVE)
+        .select_related("harvest_definition")
+        .defer("template_settings", "crawler_traps")
+        .annotate(
+            **site_totals("configurations__"),
+            status_rank=Case(When(status=JobStatus.STARTED, then=Value(0)), default=Value(1)),
+        )
+        .order_by("status_rank", "pk")
+    )
+    template_name = "harvest/job_running.html"
+    columns: list[str] = []
+
+    def get_template_names(self):
+        return ["harvest/job_running_rows.html" if self.request.htmx else self.template_name]
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        for job in context["object_list"]:
+            with_bars(job)
+        context["may_stop"] = can(self.request.user, CHANGE, Job)
+        return context
+
+    def render_to_response(self, context, **kwargs):
+        return htmx_response(self.request, super().render_to_response(context, **kwargs))
 
 
 class JobDetailView(ObjectDetailView):
@@ -42,27 +189,146 @@ class JobDetailView(ObjectDetailView):
         "max_seconds",
         "created_at",
         "submitted_at",
+        "dispatched_at",
         "started_at",
+        "stop_requested_at",
         "ended_at",
         "errors",
     ]
 
+    def get_template_names(self):
+        return ["harvest/job_sites.html" if self.request.htmx else self.template_name]
+
+    def render_to_response(self, context, **kwargs):
+        return htmx_response(self.request, super().render_to_response(context, **kwargs))
+
     def get_context_data(self, **kwargs):
+        if self.request.htmx:  # the live sites fragment only
+            return {"object": self.object, **self.sites_context()}
         context = super().get_context_data(**kwargs)
         job = self.object
         entries = job.configurations.select_related("domain", "configuration").order_by(
             "-expected_objects", "pk"
         )
+        warc_files = job.warc_files.order_by("created_at", "name")
         context.update(
             {
                 "entry_page": Paginator(entries, ENTRIES_PER_PAGE).get_page(self.request.GET.get("page")),
                 "settings_rows": sorted((job.template_settings or {}).items()),
                 "resubmission_of": Job.objects.filter(resubmitted_as=job).first(),
-                "may_resubmit": can(self.request.user, CHANGE, Job)
-                and JobStatus.RESUBMITTED in JOB_TRANSITIONS[job.status],
+                "warc_files": warc_files[:SHOWN_WARC_FILES],
+                "warc_totals": warc_files.aggregate(count=Count("pk"), size=Sum("size")),
+                "external_links": ExternalLink.objects.filter(entry__job=job)
+                .select_related("entry__domain")
+                .order_by("-count", "url")[:SHOWN_EXTERNAL_LINKS],
+                **self.sites_context(),
+                **self.crawl_log_context(),
             }
         )
         return context
+
+    def sites_context(self) -> dict:
+        """The live part: the job's totals, a page of its sites, and what the buttons may do."""
+        job, request = self.object, self.request
+        totals = job_totals(job)
+        with_bars(totals)
+        filterset = SiteCrawlFilterSet(request.GET, queryset=job_sites(job), request=request)
+        add_bootstrap_classes(filterset.form, small=True)
+        sites = filterset.qs if filterset.is_valid() else job_sites(job).none()
+        page = Paginator(sites, SITES_PER_PAGE).get_page(request.GET.get("sites_page"))
+        for entry in page:
+            entry.bar = url_bar(entry.urls_done, entry.urls_queued)
+        query = [(key, value) for key in SITE_QUERY for value in request.GET.getlist(key)]
+        user = request.user
+        return {
+            "totals": totals,
+            "site_filter": filterset,
+            "site_page": page,
+            "site_query": urlencode([(k, v) for k, v in query if k != "sites_page"]),
+            "poll_url": f"{request.path}?{urlencode(query)}" if query else request.path,
+            "live": job.status in ACTIVE,
+            "may_stop": can(user, CHANGE, Job) and job.status in ACTIVE and job.stop_requested_at is None,
+            "may_resubmit": can(user, CHANGE, Job) and JobStatus.RESUBMITTED in JOB_TRANSITIONS[job.status],
+        }
+
+    def crawl_log_context(self) -> dict:
+        """The crawl log search: the job's domains to choose from and, when asked, the lines found."""
+        job, query = self.object, self.request.GET
+        context = {
+            "log_domains": job.configurations.order_by("domain__name").values_list("domain__name", flat=True)[
+                :SHOWN_DOMAINS
+            ],
+            "log_domain": query.get("log_domain", "").strip().lower(),
+            "log_pattern": query.get("log_pattern", ""),
+            "log_searched": "log_domain" in query or "log_pattern" in query,
+            "log_limit": LOG_LINES,
+        }
+        if context["log_searched"]:
+            context.update(crawl_log_search(job, site=context["log_domain"], pattern=context["log_pattern"]))
+        return context
+
+
+def crawl_log_search(job: Job, *, site: str, pattern: str) -> dict:
+    """At most LOG_LINES lines of the job's crawl log for ``site`` matching ``pattern``, or why none."""
+    from harvest.crawler.crawllog import search
+    from harvest.worker import crawl_log_path  # the crawler side, loaded only when a log is searched
+
+    if len(pattern) > LOG_PATTERN_MAX:
+        return {
+            "log_error": _("The pattern is too long (at most %(max)d characters).") % {"max": LOG_PATTERN_MAX}
+        }
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        return {
+            "log_error": _("“%(pattern)s” is not a valid regular expression: %(error)s.")
+            % {"pattern": pattern, "error": error}
+        }
+    log_path = crawl_log_path(job.pk)
+    if not log_path.exists():
+        return {"log_missing": True}
+    try:
+        lines = list(search(log_path, site=site, pattern=pattern, limit=LOG_LINES))
+    except re.error as error:  # compiled again by the search: the same pattern, the same answer
+        return {"log_error": str(error)}
+    except OSError as error:
+        return {"log_error": _("The crawl log could not be read: %(error)s.") % {"error": error.strerror}}
+    return {"log_lines": lines}
+
+
+def _back(request, job: Job) -> str:
+    """Where a button sends the user back: the page it was on (``next``), else the job."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return job.get_absolute_url()
+
+
+class JobStopView(AreaRequiredMixin, View):
+    """POST: stop a submitted or running job (engineers); queued sites end at once, running ones soon."""
+
+    area = Area.PLANNING
+    model_permission = (CHANGE, Job)
+    permission_denied_message = gettext_lazy("Only crawl engineers may stop jobs.")
+
+    def post(self, request, pk):
+        job = get_object_or_404(Job, pk=pk)
+        try:
+            job = job_stop(job=job, user=request.user)
+        except ValidationError as error:
+            for message in error.messages:
+                messages.error(request, message)
+            return redirect(_back(request, job))
+        if job.status in ACTIVE:
+            text = _(
+                "%(job)s is stopping: its queued sites are ended, its running sites stop within seconds."
+            )
+        else:
+            text = _("%(job)s was stopped.")
+        messages.success(request, text % {"job": job})
+        return redirect(_back(request, job))
 
 
 class JobResubmitView(AreaRequiredMixin, View):
@@ -86,6 +352,8 @@ class JobResubmitView(AreaRequiredMixin, View):
 
 urlpatterns = [
     path("jobs/", JobListView.as_view(), name="job_list"),
+    path("jobs/running/", RunningJobsView.as_view(), name="job_running"),
     path("jobs/<int:pk>/", JobDetailView.as_view(), name="job_detail"),
+    path("jobs/<int:pk>/stop/", JobStopView.as_view(), name="job_stop"),
     path("jobs/<int:pk>/resubmit/", JobResubmitView.as_view(), name="job_resubmit"),
 ]

@@ -1,7 +1,9 @@
 """The pages of the test website. Add a page: write a handler, decorate it with ``@router.route``.
 
 The title and example of each route make the index page (``/``), which
-therefore lists every page a human can click through.
+therefore lists every page a human can click through. The generated website
+(``/site/``, ``/robots.txt``, and the CDN and external sites on the other
+addresses) is served by :mod:`webarchive.testsite.generated`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import html
 from webarchive.testsite.server import Request, Response, Router, html_page, not_found, redirect, text
 
 router = Router()
+cdn_router = Router()  # 127.0.0.2
+external_router = Router()  # 127.0.0.3
 
 MAX_SLOW_SECONDS = 60.0
 MAX_REDIRECT_CHAIN = 100
@@ -145,3 +149,17 @@ def drip(request: Request) -> Response:
             yield piece
 
     return Response(chunks=chunks(), length=pieces * len(piece))
+
+
+def generated_site(request: Request) -> Response:
+    """Whatever the generated website has at this address and path (404 if nothing)."""
+    return request.site.generated.serve(request)
+
+
+router.add("/site/", generated_site, title="The generated website (a crawler's test ground)")
+router.add("/robots.txt", generated_site, title="robots.txt: /site/private/ is disallowed, the sitemap named")
+router.add("/site/<path:rest>", generated_site)
+router.add("/cdn/<path:rest>", generated_site)  # the CDN's files, when the site has no other address
+for other in (cdn_router, external_router):
+    other.add("/", generated_site)
+    other.add("/<path:rest>", generated_site)

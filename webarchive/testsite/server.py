@@ -5,11 +5,17 @@ a :class:`Router` with a path pattern; ``<name>`` matches one path segment,
 ``<int:name>`` digits and ``<path:name>`` the rest of the path, and the values
 arrive in ``request.params``. Adding a page is adding a function (see
 ``pages.py``); nothing here needs to change.
+
+A site listens on up to three loopback addresses on the same port (Linux routes
+all of 127.0.0.0/8 to the loopback interface): 127.0.0.1 is the site itself,
+127.0.0.2 its "CDN" and 127.0.0.3 an "external" site, each with its own router.
 """
 
 from __future__ import annotations
 
 import collections
+import datetime
+import errno
 import html
 import re
 import ssl
@@ -21,14 +27,19 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-HOST = "127.0.0.1"  # the test website never listens on anything else
+HOSTS = ("127.0.0.1", "127.0.0.2", "127.0.0.3")  # the site, its CDN, an external site
+HOST = HOSTS[0]  # the test website never listens on anything but these loopback addresses
 
 Handler = Callable[["Request"], "Response"]
 
 
 @dataclass
 class Response:
-    """What a handler answers; ``chunks`` (and ``length``, their total) stream the body instead."""
+    """What a handler answers; ``chunks`` (and ``length``, their total) stream the body instead.
+
+    ``chunked`` sends the body with ``Transfer-Encoding: chunked`` framing instead
+    of a ``Content-Length`` (to HTTP/1.1 clients; HTTP/1.0 ones get the length).
+    """
 
     status: int = 200
     body: bytes = b""
@@ -36,6 +47,10 @@ class Response:
     content_type: str = "text/html; charset=utf-8"
     chunks: Iterable[bytes] | None = None
     length: int = 0
+    chunked: bool = False
+
+
+CHUNK_SIZE = 4096  # the size of the chunks a chunked body is cut into
 
 
 def html_page(title: str, body: str, *, status: int = 200) -> Response:
@@ -74,6 +89,7 @@ class Request:
     headers: dict[str, str]  # names in lower case
     site: TestSite
     params: dict[str, str] = field(default_factory=dict)
+    host_index: int = 0  # which of the site's addresses received it (0: 127.0.0.1, 1: .2, 2: .3)
 
     def arg(self, name: str, default: str = "") -> str:
         """The first value of a query parameter."""
@@ -169,9 +185,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
             query=parse_qs(parts.query, keep_blank_values=True),
             headers={name.lower(): value for name, value in self.headers.items()},
             site=site,
+            host_index=self.server.host_index,
         )
         site.requests.append(request)
-        found = site.router.resolve(request.path)
+        found = site.routers[request.host_index].resolve(request.path)
         if found is None:
             response = not_found()
         else:
@@ -181,22 +198,45 @@ class _RequestHandler(BaseHTTPRequestHandler):
             except Exception as error:  # a broken handler answers 500, the server goes on
                 site.log(f"error in handler for {self.path}: {error!r}")
                 response = text(f"Handler error: {error!r}\n", status=500)
-        length = response.length if response.chunks is not None else len(response.body)
+        chunked = response.chunked and self.request_version == "HTTP/1.1"
         self.send_response(response.status)
         self.send_header("Content-Type", response.content_type)
-        self.send_header("Content-Length", str(length))
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            length = response.length if response.chunks is not None else len(response.body)
+            self.send_header("Content-Length", str(length))
         for name, value in response.headers.items():
             self.send_header(name, value)
         self.end_headers()
         if not send_body:
             return
         if response.chunks is None:
-            self.wfile.write(response.body)
+            if chunked:
+                body = response.body
+                for start in range(0, len(body), CHUNK_SIZE):
+                    self._write_chunk(body[start : start + CHUNK_SIZE])
+                self.wfile.write(b"0\r\n\r\n")
+            else:
+                self.wfile.write(response.body)
             return
         self.wfile.flush()  # the headers now, the body as it comes
         for chunk in response.chunks:
-            self.wfile.write(chunk)
+            if chunked:
+                self._write_chunk(chunk)
+            else:
+                self.wfile.write(chunk)
             self.wfile.flush()
+        if chunked:
+            self.wfile.write(b"0\r\n\r\n")
+
+    def _write_chunk(self, chunk: bytes) -> None:
+        if chunk:  # an empty chunk would end the body
+            self.wfile.write(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+
+    def log_request(self, code="-", size="-"):
+        if self.server.site._log is not None:  # formatting the line costs, even for nobody
+            super().log_request(code, size)
 
     def log_message(self, format, *args):
         self.server.site.log(f"{self.address_string()} {format % args}")
@@ -206,6 +246,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a request still sleeping in /slow does not hold up the exit
     allow_reuse_address = True
     site: TestSite
+    host_index = 0
 
     def handle_error(self, request, client_address):
         # A client that gave up (timeout) before the answer: normal here, not worth a traceback.
@@ -215,13 +256,14 @@ class _Server(ThreadingHTTPServer):
 
 
 class TestSite:
-    """The synthetic test website, on ``127.0.0.1`` only.
+    """The synthetic test website, on ``127.0.0.1`` (and with ``hosts`` > 1 on 127.0.0.2 and .3).
 
     ``with TestSite(port=0) as site: requests.get(site.url("/ok"))`` — ``port=0``
-    takes a free port. ``seed`` is kept as ``site.seed`` for the handlers: the
-    generated parts of the site (to come) will derive from it, so that the same
-    seed always gives the same site. ``tls=(certificate_file, key_file)`` serves
-    HTTPS instead of HTTP.
+    takes a free port (the same one on every address). The generated website
+    under ``/site/`` (see :mod:`webarchive.testsite.generated`) derives from
+    ``seed`` and ``pages``: the same pair always gives the same site.
+    ``hosts=2`` adds its CDN on 127.0.0.2, ``hosts=3`` also an external site on
+    127.0.0.3. ``tls=(certificate_file, key_file)`` serves HTTPS instead of HTTP.
     """
 
     __test__ = False  # not a pytest test class
@@ -231,25 +273,55 @@ class TestSite:
         port: int = 0,
         *,
         seed: int = 0,
+        pages: int = 100,
+        hosts: int = 1,
+        large_file_bytes: int = 2 * 1024 * 1024,
+        slow_seconds: float = 0.3,
+        today: datetime.date | None = None,
+        cache_size: int = 20_000,
         router: Router | None = None,
         log: Callable[[str], None] | None = None,
         tls: tuple[str, str] | None = None,
     ):
+        from webarchive.testsite.generated import GeneratedSite
+        from webarchive.testsite.pages import cdn_router, external_router
         from webarchive.testsite.pages import router as default_router
 
+        if not 1 <= hosts <= len(HOSTS):
+            raise ValueError(f"hosts must be between 1 and {len(HOSTS)}")
+        if not 0 <= port <= 65535:
+            raise ValueError("port must be between 0 and 65535")
         self.seed = seed
+        self.hosts = hosts
         self.router = router or default_router
+        self.routers = [self.router, cdn_router, external_router][:hosts]
         self._log = log
         self._tls = tls
         self.scheme = "https" if tls else "http"
         self.stopping = threading.Event()  # set on stop: handlers that wait should wait on it
         # What the site received, for the tests to look at.
         self.requests: collections.deque[Request] = collections.deque(maxlen=10_000)
-        self._server = _Server((HOST, port), _RequestHandler, bind_and_activate=False)
-        self._server.site = self
-        self._thread: threading.Thread | None = None
+        self._port = port
+        self._server = self._new_server(0, port)
+        self._servers = [self._server]  # one per address, the site's own first
+        self._threads: list[threading.Thread] = []
         self._bound = False
         self._serving = False
+        self.generated = GeneratedSite(
+            self,
+            seed=seed,
+            pages=pages,
+            large_file_bytes=large_file_bytes,
+            slow_seconds=slow_seconds,
+            today=today,
+            cache_size=cache_size,
+        )
+
+    def _new_server(self, index: int, port: int) -> _Server:
+        server = _Server((HOSTS[index], port), _RequestHandler, bind_and_activate=False)
+        server.site = self
+        server.host_index = index
+        return server
 
     @property
     def host(self) -> str:
@@ -260,11 +332,37 @@ class TestSite:
         return self._server.server_address[1]
 
     @property
+    def pages(self) -> int:
+        return self.generated.pages
+
+    @property
     def base_url(self) -> str:
         return f"{self.scheme}://{HOST}:{self.port}"
 
     def url(self, path: str = "/") -> str:
         return f"{self.base_url}{path}"
+
+    def host_url(self, index: int, path: str = "/") -> str:
+        """A URL on one of the site's addresses: 0 is 127.0.0.1, 1 is 127.0.0.2 (CDN), 2 is 127.0.0.3."""
+        if not 0 <= index < len(HOSTS):
+            raise ValueError(f"host index must be between 0 and {len(HOSTS) - 1}")
+        return f"{self.scheme}://{HOSTS[index]}:{self.port}{path}"
+
+    def ground_truth(self, **options) -> set[str]:
+        """The URLs a crawl must capture; see :func:`webarchive.testsite.groundtruth.ground_truth`."""
+        return self.generated.ground_truth(**options)
+
+    def ground_truth_hops(self, **options) -> dict[str, str]:
+        """Like :meth:`ground_truth`, with the hop path each URL is first reached by."""
+        return self.generated.ground_truth_hops(**options)
+
+    def page_urls(self) -> list[str]:
+        """The generated site's numbered pages (home and sections included), page 0 first."""
+        return self.generated.page_urls()
+
+    def feature_urls(self) -> dict[str, list[str]]:
+        """Example URLs of each feature a crawler must handle, by feature name."""
+        return self.generated.feature_urls()
 
     def requests_to(self, path: str) -> list[Request]:
         """The requests received for ``path`` (without its query), oldest first."""
@@ -275,53 +373,83 @@ class TestSite:
             self._log(message)
 
     def bind(self) -> None:
-        if not self._bound:
+        """Listen on every address of the site, on one port (with ``port=0``, one free everywhere)."""
+        if self._bound:
+            return
+        attempts = 20 if self._port == 0 else 1
+        for attempt in range(attempts):
             try:
-                self._server.server_bind()
-                self._server.server_activate()
-                if self._tls:
-                    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-                    context.load_cert_chain(*self._tls)
-                    # The handshake happens in the request's thread (handler setup), not in accept.
-                    self._server.socket = context.wrap_socket(
-                        self._server.socket, server_side=True, do_handshake_on_connect=False
-                    )
-            except OSError:
-                self._server.server_close()
-                raise
-            self._bound = True
+                self._bind_all()
+                break
+            except OSError as error:
+                for server in self._servers:
+                    server.server_close()
+                # Port 0 gave a port free on 127.0.0.1 that another program holds on .2 or .3: try another.
+                if error.errno != errno.EADDRINUSE or attempt == attempts - 1:
+                    raise
+                self._server = self._new_server(0, self._port)
+                self._servers = [self._server]
+        self._bound = True
+
+    def _bind_all(self) -> None:
+        self._listen(self._server)
+        port = self.port
+        for index in range(1, self.hosts):
+            server = self._new_server(index, port)
+            self._servers.append(server)
+            self._listen(server)
+
+    def _listen(self, server: _Server) -> None:
+        server.server_bind()
+        server.server_activate()
+        if self._tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self._tls)
+            # The handshake happens in the request's thread (handler setup), not in accept.
+            server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+
+    def _serve_in_threads(self, servers: list[_Server]) -> None:
+        for server in servers:
+            thread = threading.Thread(
+                target=server.serve_forever, args=(0.05,), name=f"testsite-{server.host_index}", daemon=True
+            )
+            thread.start()
+            self._threads.append(thread)
 
     def start(self) -> TestSite:
-        """Serve in a background thread; returns once the socket is listening."""
+        """Serve in background threads; returns once the sockets are listening."""
         self.bind()
         self._serving = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), name="testsite", daemon=True
-        )
-        self._thread.start()
+        self._serve_in_threads(self._servers)
         return self
 
     def serve_forever(self) -> None:
         """Serve in this thread until :meth:`stop` (from another thread) or Ctrl-C."""
         self.bind()
         self._serving = True
+        self._serve_in_threads(self._servers[1:])
         try:
             self._server.serve_forever(poll_interval=0.2)
         finally:
             self._serving = False
             self.stopping.set()
-            self._server.server_close()
+            for server in self._servers[1:]:
+                server.shutdown()
+            for server in self._servers:
+                server.server_close()
 
     def stop(self) -> None:
-        """Stop serving and close the socket; waiting handlers (``/slow``) return at once."""
+        """Stop serving and close the sockets; waiting handlers (``/slow``) return at once."""
         self.stopping.set()
         if self._serving:
-            self._server.shutdown()  # returns once serve_forever has returned
+            for server in self._servers:
+                server.shutdown()  # returns once serve_forever has returned
             self._serving = False
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        self._server.server_close()
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
+        for server in self._servers:
+            server.server_close()
 
     def __enter__(self) -> TestSite:
         return self.start()

@@ -1,0 +1,123 @@
+"""The crawl log: one line per URL the crawler dealt with, in a file per job.
+
+A line has eleven fields separated by single spaces, "-" for an empty one
+(the layout of Heritrix's crawl.log, which crawl engineers already read)::
+
+    2026-11-22T10:04:05.123Z 200 5120 http://example.fr/a.css LE http://example.fr/ \
+        text/css 12ms sha256:ABC… example.fr truncated:length
+
+timestamp (UTC, when the fetch started), status (HTTP status, or a negative
+code below when there was no response), size (entity bytes as stored),
+URL, hop path from the seed (L link, E embed, X speculative, R redirect,
+M sitemap, P prerequisite), via (the URL it was found on), MIME type, fetch
+duration, payload digest, the site (the domain of the crawl), annotations
+(comma-separated).
+
+Several threads and processes append to one file: each line is written with
+a single ``write`` on a file opened with ``O_APPEND``, which the kernel keeps
+whole.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+# Negative statuses: why there is no HTTP status.
+NO_ANSWER = {
+    "dns": -1,  # the host name did not resolve
+    "connect": -2,  # the connection could not be made
+    "broken": -3,  # the connection broke during the exchange
+    "timeout": -4,
+    "refused": -7,  # the address guard refused the address
+    "robots": -9998,  # robots.txt forbids it
+}
+
+
+def log_line(
+    *,
+    when: datetime,
+    status: int,
+    size: int,
+    url: str,
+    hop_path: str,
+    via: str,
+    mime: str,
+    duration: float,
+    digest: str,
+    site: str,
+    annotations: list[str] | tuple[str, ...] = (),
+) -> str:
+    """One crawl log line (without the newline)."""
+    stamp = when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+    fields = (
+        stamp,
+        str(status),
+        str(size),
+        url,
+        hop_path or "-",
+        via or "-",
+        mime or "-",
+        f"{round(duration * 1000)}ms",
+        digest or "-",
+        site or "-",
+        ",".join(annotations) or "-",
+    )
+    return " ".join(field.replace(" ", "%20") for field in fields)
+
+
+class CrawlLog:
+    """Appends lines to one crawl log file, safely from several threads and processes."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._lock = threading.Lock()
+
+    def write(self, line: str) -> None:
+        data = (line + "\n").encode("utf-8", errors="replace")
+        with self._lock:
+            if self._fd >= 0:
+                os.write(self._fd, data)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
+
+    def __enter__(self) -> CrawlLog:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def search(path: str | Path, *, site: str = "", pattern: str = "", limit: int = 500) -> Iterator[str]:
+    """The lines of a crawl log for ``site`` (its domain) whose text matches ``pattern``, streamed.
+
+    ``pattern`` is a regular expression (``re.error`` if it does not compile).
+    """
+    regex = re.compile(pattern) if pattern else None
+    path = Path(path)
+    if not path.exists():
+        return
+    found = 0
+    with path.open("r", encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            line = line.rstrip("\n")
+            if site:
+                fields = line.split(" ")
+                if len(fields) < 11 or fields[9] != site:
+                    continue
+            if regex is not None and not regex.search(line):
+                continue
+            yield line
+            found += 1
+            if found >= limit:
+                return

@@ -1,0 +1,528 @@
+"""Fetching one URL the way a WARC file needs it: the bytes as sent, a payload digest, limits kept.
+
+A :class:`Fetcher` holds the settings of a harvest (user agent, address
+policy, timeouts, size and time caps, digest algorithm); each site crawl
+takes a :class:`FetchSession` from it, which keeps one connection alive per
+host and turns every request into an :class:`Exchange`, never an exception.
+
+What the server sent is kept as it sent it: the body is read from the socket
+without undoing its ``Content-Encoding`` (a gzip page is stored gzipped),
+only the transfer chunking is removed, and the headers are then adjusted to
+match (``Transfer-Encoding: chunked`` dropped, ``Content-Length`` set to the
+de-chunked length). The payload digest is computed while reading, over that
+de-chunked entity body. The request head is recorded as the connection wrote
+it on the wire.
+
+Every connection goes through :class:`webarchive.netguard.GuardedAdapter`,
+so an address the policy refuses (loopback, private networks, cloud metadata…)
+is never contacted: it becomes ``Exchange.error``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import io
+import socket
+import ssl
+import tempfile
+import time
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import BinaryIO
+
+import requests
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    LocationParseError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
+from urllib3.exceptions import SSLError as Urllib3SSLError
+
+from webarchive.netguard import (
+    AddressRefused,
+    GuardedAdapter,
+    GuardedHTTPConnection,
+    GuardedHTTPSConnection,
+    ResolutionTimeout,
+    address_refusal,
+)
+
+DIGEST_ALGORITHMS = ("sha256", "sha1")
+ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+ACCEPT_ENCODING = "gzip, deflate"  # only what decoded_body() can undo
+SPOOL_BYTES = 1024 * 1024  # bodies up to this size stay in memory
+READ_BYTES = 64 * 1024
+HOSTS_KEPT = 10  # hosts of one site crawl whose connection is kept alive
+HTTP_VERSIONS = {9: "HTTP/0.9", 10: "HTTP/1.0", 11: "HTTP/1.1", 20: "HTTP/2"}
+# What asking can raise for reasons of the network, the server or the URL (ValueError: unparsable URLs).
+_REQUEST_ERRORS = (requests.RequestException, AddressRefused, OSError, ValueError, http.client.HTTPException)
+
+
+def payload_digest(data: bytes, algorithm: str = "sha256") -> str:
+    """The WARC digest string (``sha256:BASE32…``) of ``data``."""
+    return format_digest(hashlib.new(algorithm, data), algorithm)
+
+
+def format_digest(digester, algorithm: str) -> str:
+    """A hashlib object's digest as WARC writes it: ``algorithm:BASE32``."""
+    return f"{algorithm}:{base64.b32encode(digester.digest()).decode('ascii')}"
+
+
+@dataclass
+class Exchange:
+    """One HTTP request and its response, as the WARC records need them.
+
+    ``error`` is set (and the response fields are empty) when no response was
+    received. ``body`` holds the entity body as sent (content-encoded, not
+    chunked); ``truncated`` says why it was cut ("length", "time",
+    "disconnect").
+    """
+
+    url: str
+    method: str = "GET"
+    request_head: bytes = b""
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    duration: float = 0.0
+    peer_ip: str | None = None
+    error: str | None = None
+    status: int = 0
+    reason: str = ""
+    http_version: str = ""
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: BinaryIO = field(default_factory=io.BytesIO)
+    body_length: int = 0
+    truncated: str | None = None
+    payload_digest: str = ""
+    content_type: str = ""
+    charset: str | None = None
+
+    def header(self, name: str) -> str | None:
+        """The first value of the response header ``name`` (case-insensitive), or None."""
+        wanted = name.lower()
+        return next((value for key, value in self.headers if key.lower() == wanted), None)
+
+    def decoded_body(self, limit: int = 20 * 1024 * 1024) -> bytes:
+        """The body with its Content-Encoding undone, at most ``limit`` bytes; b"" if it cannot be decoded."""
+        codings = [
+            coding.strip().lower()
+            for coding in (self.header("Content-Encoding") or "").split(",")
+            if coding.strip() and coding.strip().lower() != "identity"
+        ]
+        try:
+            self.body.seek(0)
+            if not codings:
+                return self.body.read(limit)
+            if any(coding not in _WBITS for coding in codings):
+                return b""
+            if len(codings) == 1:
+                return _inflate(_chunks(self.body), codings[0], limit)
+            data = self.body.read()
+            for coding in reversed(codings):  # rare: applied in order, so undone in reverse
+                data = _inflate(iter([data]), coding, limit)
+            return data
+        except (zlib.error, ValueError, OSError):  # ValueError: a closed body
+            return b""
+        finally:
+            if not self.body.closed:
+                self.body.seek(0)
+
+    def close(self) -> None:
+        """Free the body (its temporary file, if it grew past memory)."""
+        self.body.close()
+
+
+def _chunks(stream: BinaryIO) -> Iterator[bytes]:
+    while chunk := stream.read(READ_BYTES):
+        yield chunk
+
+
+# gzip is also sent as zlib by some servers: 32 + 15 accepts both headers.
+_WBITS = {"gzip": 32 + zlib.MAX_WBITS, "x-gzip": 32 + zlib.MAX_WBITS, "deflate": None}
+
+
+def _inflate(chunks: Iterator[bytes], coding: str, limit: int) -> bytes:
+    out = bytearray()
+    decompressor = None
+    for chunk in chunks:
+        pending = chunk
+        while pending and len(out) < limit:
+            if decompressor is None:
+                decompressor = zlib.decompressobj(_wbits(coding, pending))
+            elif decompressor.eof:
+                if coding == "deflate" or pending[:1] != b"\x1f":
+                    return bytes(out)  # bytes after the end of the stream are not content
+                decompressor = zlib.decompressobj(_wbits(coding, pending))  # another gzip member
+            out += decompressor.decompress(pending, limit - len(out))
+            pending = decompressor.unconsumed_tail or (decompressor.unused_data if decompressor.eof else b"")
+        if len(out) >= limit:
+            break
+    return bytes(out[:limit])
+
+
+def _wbits(coding: str, start: bytes) -> int:
+    wbits = _WBITS[coding]
+    if wbits is not None:
+        return wbits
+    # "deflate" means zlib-wrapped by the standard, but many servers send raw deflate.
+    if len(start) >= 2 and start[0] & 0x0F == 8 and (start[0] << 8 | start[1]) % 31 == 0:
+        return zlib.MAX_WBITS
+    return -zlib.MAX_WBITS
+
+
+def media_type(value: str | None) -> tuple[str, str | None]:
+    """The lower-case MIME type and the charset (or None) of a Content-Type header value."""
+    if not value:
+        return "", None
+    mime, *parameters = value.split(";")
+    charset = None
+    for parameter in parameters:
+        name, _, found = parameter.partition("=")
+        if name.strip().lower() == "charset":
+            charset = found.strip().strip("\"'").lower() or None
+            break
+    return mime.strip().lower(), charset
+
+
+class Fetcher:
+    """The fetch settings of one harvest; hands out a :class:`FetchSession` per site crawl.
+
+    ``address_check(ip)`` returns why an address must not be contacted, or
+    None (e.g. ``AddressPolicy(...).refusal``); without one, only public
+    addresses are allowed.
+    """
+
+    def __init__(
+        self,
+        *,
+        user_agent: str,
+        address_check: Callable[[str], str | None] | None = None,
+        connect_timeout: float = 10,
+        read_timeout: float = 30,
+        max_response_bytes: int = 100 * 1024 * 1024,
+        max_fetch_seconds: float = 600,
+        digest_algorithm: str = "sha256",
+    ):
+        if digest_algorithm not in DIGEST_ALGORITHMS:
+            raise ValueError(f"unsupported digest algorithm {digest_algorithm!r}")
+        self.user_agent = user_agent
+        self.address_check = address_check or address_refusal
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.max_response_bytes = max_response_bytes
+        self.max_fetch_seconds = max_fetch_seconds
+        self.digest_algorithm = digest_algorithm
+
+    def session(self) -> FetchSession:
+        """A new session for one site crawl (used by one thread at a time)."""
+        return FetchSession(self)
+
+
+class _CheckPolicy:
+    """Adapts a plain ``address_check`` function to what GuardedAdapter expects of a policy."""
+
+    def __init__(self, check: Callable[[str], str | None]):
+        self.refusal = check
+
+
+class _Recorder:
+    """What the last request of a session put on the wire, filled in by its connection."""
+
+    request_head = b""
+    peer_address: str | None = None
+
+
+class _RecordingMixin:
+    def __init__(self, *args, recorder: _Recorder, **kwargs):
+        self._recorder = recorder
+        super().__init__(*args, **kwargs)
+
+    def endheaders(self, message_body=None, *, encode_chunked=False):
+        # http.client sends its header buffer joined exactly like this.
+        head = b"\r\n".join([*self._buffer, b"", b""])
+        super().endheaders(message_body, encode_chunked=encode_chunked)  # opens a new connection
+        self._recorder.request_head = head
+        self._recorder.peer_address = self.peer_address
+
+
+class _RecordingHTTPConnection(_RecordingMixin, GuardedHTTPConnection):
+    pass
+
+
+class _RecordingHTTPSConnection(_RecordingMixin, GuardedHTTPSConnection):
+    pass
+
+
+class _RecordingAdapter(GuardedAdapter):
+    """A GuardedAdapter whose connections report the request head they send and their peer address."""
+
+    def __init__(self, policy, *, recorder: _Recorder, **kwargs):
+        self._recorder = recorder
+        super().__init__(policy, **kwargs)
+
+    def get_connection_with_tls_context(self, request, verify, proxies=None, cert=None):
+        pool = super().get_connection_with_tls_context(request, verify, proxies=proxies, cert=cert)
+        # Set before the pool's first connection is made (pools create them on demand).
+        pool.ConnectionCls = _RecordingHTTPSConnection if pool.scheme == "https" else _RecordingHTTPConnection
+        pool.conn_kw["recorder"] = self._recorder
+        return pool
+
+
+class FetchSession:
+    """Fetches for one site crawl, with one kept-alive connection per host; never follows redirects."""
+
+    def __init__(self, fetcher: Fetcher):
+        self.fetcher = fetcher
+        self.digest_algorithm = fetcher.digest_algorithm
+        self._recorder = _Recorder()
+        self._session = requests.Session()
+        self._session.trust_env = False  # no proxy from the environment: it would resolve names itself
+        self._session.headers.clear()
+        self._session.headers.update(
+            {
+                "User-Agent": fetcher.user_agent,
+                "Accept": ACCEPT,
+                "Accept-Encoding": ACCEPT_ENCODING,
+                "Connection": "keep-alive",
+            }
+        )
+        adapter = _RecordingAdapter(
+            _CheckPolicy(fetcher.address_check),
+            recorder=self._recorder,
+            pool_connections=HOSTS_KEPT,
+            pool_maxsize=1,
+        )
+        self._session.mount("http://", adapter)
+        self._session.mount("https://", adapter)
+
+    def fetch(self, url: str, *, headers: dict | None = None) -> Exchange:
+        """GET ``url``; network and HTTP problems end up in ``Exchange.error``, never raised."""
+        exchange, stale = self._attempt(url, headers)
+        if stale:  # a kept-alive connection the server had closed: ask once more on a new one
+            exchange, _ = self._attempt(url, headers)
+        return exchange
+
+    def close(self) -> None:
+        """Close the kept-alive connections."""
+        self._session.close()
+
+    def __enter__(self) -> FetchSession:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _attempt(self, url: str, headers: dict | None) -> tuple[Exchange, bool]:
+        fetcher = self.fetcher
+        self._recorder.request_head = b""
+        self._recorder.peer_address = None
+        started_at = datetime.now(UTC)
+        start = time.monotonic()
+        try:
+            response = self._session.get(
+                url,
+                headers=headers,
+                stream=True,
+                allow_redirects=False,
+                timeout=(fetcher.connect_timeout, fetcher.read_timeout),
+            )
+        except _REQUEST_ERRORS as error:
+            exchange = Exchange(
+                url=url,
+                request_head=self._recorder.request_head,
+                started_at=started_at,
+                duration=time.monotonic() - start,
+                peer_ip=self._recorder.peer_address,
+                error=describe_error(error),
+            )
+            return exchange, _is_stale_connection(error)
+        raw = response.raw
+        exchange = Exchange(
+            url=url,
+            request_head=self._recorder.request_head,
+            started_at=started_at,
+            peer_ip=self._recorder.peer_address,
+            status=response.status_code,
+            reason=raw.reason or "",
+            http_version=HTTP_VERSIONS.get(raw.version, "HTTP/1.1"),
+        )
+        sent_headers = _headers_as_sent(raw)
+        exchange.body = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 (Exchange.close)
+        try:
+            self._read_body(response, exchange, deadline=start + fetcher.max_fetch_seconds)
+        finally:
+            response.close()  # a body read to its end has already given the connection back
+        exchange.duration = time.monotonic() - start
+        exchange.body.seek(0)
+        exchange.headers = _dechunked(sent_headers, exchange.body_length) if raw.chunked else sent_headers
+        exchange.content_type, exchange.charset = media_type(exchange.header("Content-Type"))
+        return exchange, False
+
+    def _read_body(self, response: requests.Response, exchange: Exchange, *, deadline: float) -> None:
+        fetcher = self.fetcher
+        raw = response.raw
+        connection = raw.connection
+        digester = hashlib.new(self.digest_algorithm)
+        length = 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                exchange.truncated = "time"
+                break
+            sock = getattr(connection, "sock", None)
+            if sock is not None:  # so that a server sending a byte now and then is stopped in time
+                sock.settimeout(min(fetcher.read_timeout, remaining))
+            try:
+                chunk = raw.read1(READ_BYTES, decode_content=False)
+            except ReadTimeoutError:
+                exchange.truncated = "time"
+                break
+            except (ProtocolError, Urllib3SSLError, OSError, http.client.HTTPException):
+                exchange.truncated = "disconnect"
+                break
+            if not chunk:
+                break
+            room = fetcher.max_response_bytes - length
+            if len(chunk) > room:
+                chunk = chunk[:room]
+                exchange.truncated = "length"
+            exchange.body.write(chunk)
+            digester.update(chunk)
+            length += len(chunk)
+            if exchange.truncated:
+                break
+        exchange.body_length = length
+        exchange.payload_digest = format_digest(digester, self.digest_algorithm)
+
+
+def _headers_as_sent(raw) -> list[tuple[str, str]]:
+    # http.client's message keeps every header line in order, with its case and its repeats.
+    message = getattr(getattr(raw, "_original_response", None), "msg", None)
+    if message is not None:
+        return [(str(name), str(value)) for name, value in message.items()]
+    return list(raw.headers.iteritems())
+
+
+def _dechunked(headers: list[tuple[str, str]], length: int) -> list[tuple[str, str]]:
+    """The headers of a chunked response once its body is stored whole: length given, chunking gone."""
+    result: list[tuple[str, str]] = []
+    length_placed = False
+    for name, value in headers:
+        lower = name.lower()
+        if lower == "transfer-encoding":
+            codings = [c.strip() for c in value.split(",") if c.strip() and c.strip().lower() != "chunked"]
+            if codings:  # another transfer coding (rare) still applies to the stored bytes
+                result.append((name, ", ".join(codings)))
+            if not length_placed:
+                result.append(("Content-Length", str(length)))
+                length_placed = True
+        elif lower == "content-length":
+            if not length_placed:
+                result.append((name, str(length)))
+                length_placed = True
+        else:
+            result.append((name, value))
+    if not length_placed:
+        result.append(("Content-Length", str(length)))
+    return result
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    """The error and everything it wraps (requests → urllib3 → socket/ssl), outermost first."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        wrapped = [getattr(current, "reason", None), current.__cause__, current.__context__, *current.args]
+        pending.extend(item for item in wrapped if isinstance(item, BaseException))
+
+
+def _refused(error: AddressRefused) -> str:
+    return f"address refused: {error.address} is {error.reason}"
+
+
+def _dns_failed(error: socket.gaierror) -> str:
+    return f"DNS lookup failed: {error.strerror or error}"
+
+
+def _tls_failed(error: BaseException) -> str:
+    if isinstance(error, ssl.SSLCertVerificationError) and error.verify_message:
+        return f"TLS error: certificate verify failed: {error.verify_message}"
+    return f"TLS error: {error}"
+
+
+def _http_failed(error: http.client.HTTPException) -> str:
+    if "more than" in str(error) and "headers" in str(error):
+        return "too many headers"
+    if isinstance(error, http.client.LineTooLong):
+        return "header line too long"
+    return f"invalid HTTP response: {error}"[:200]
+
+
+def _connect_timed_out(error: BaseException) -> bool:
+    # urllib3's NewConnectionError is a ConnectTimeoutError too (for compatibility), whatever its cause.
+    return isinstance(error, ConnectTimeoutError | requests.exceptions.ConnectTimeout) and not isinstance(
+        error, NewConnectionError
+    )
+
+
+def _connect_failed(error: NewConnectionError) -> str:
+    reason = next((cause for cause in _causes(error) if isinstance(cause, OSError)), error)
+    return f"connection failed: {reason}"[:200]
+
+
+def _kind(*kinds: type[BaseException]) -> Callable[[BaseException], bool]:
+    return lambda error: isinstance(error, kinds)
+
+
+# Most precise first: the first kind found anywhere in the chain of causes names the error.
+_ERROR_KINDS: list[tuple[Callable[[BaseException], bool], Callable[..., str]]] = [
+    (_kind(AddressRefused), _refused),
+    (_kind(ResolutionTimeout), lambda error: "DNS lookup timed out"),
+    (_kind(socket.gaierror), _dns_failed),
+    (_kind(ConnectionRefusedError), lambda error: "connection refused"),
+    (_connect_timed_out, lambda error: "connection timed out"),
+    (_kind(NewConnectionError), _connect_failed),
+    (_kind(ReadTimeoutError, requests.exceptions.ReadTimeout, TimeoutError), lambda error: "timed out"),
+    (_kind(ssl.SSLError), _tls_failed),
+    (_kind(http.client.RemoteDisconnected), lambda error: "closed by the server without a response"),
+    (_kind(ConnectionResetError, BrokenPipeError, ConnectionAbortedError), lambda error: "connection reset"),
+    (_kind(http.client.HTTPException), _http_failed),
+    (
+        _kind(
+            requests.exceptions.InvalidURL,
+            requests.exceptions.MissingSchema,
+            requests.exceptions.InvalidSchema,
+            LocationParseError,
+            UnicodeError,
+        ),
+        lambda error: f"invalid URL: {error}"[:200],
+    ),
+]
+
+
+def describe_error(error: BaseException) -> str:
+    """A short human reason for a failed request ("connection refused", "timed out"…)."""
+    causes = list(_causes(error))
+    for matches, describe in _ERROR_KINDS:
+        for cause in causes:
+            if matches(cause):
+                return describe(cause)
+    return str(error)[:200] or type(error).__name__
+
+
+def _is_stale_connection(error: BaseException) -> bool:
+    """Whether the server dropped the connection before answering (a kept-alive one it had closed)."""
+    causes = list(_causes(error))
+    if any(isinstance(cause, AddressRefused | TimeoutError | ConnectionRefusedError) for cause in causes):
+        return False
+    return any(isinstance(cause, ConnectionResetError | BrokenPipeError) for cause in causes)

@@ -1,0 +1,452 @@
+"""One site crawl: the frontier, the scope, robots.txt and politeness of one website, one URL per step.
+
+A :class:`SiteCrawl` does no waiting of its own. Each call of :meth:`step`
+fetches one URL (robots.txt first, for a host not seen yet), writes it to the
+WARC file, logs it, queues the links found, and says when the site may be
+asked again: the politeness delay is served by the engine
+(``engine.CrawlEngine``), which meanwhile uses the thread for other sites.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from harvest.crawler.crawllog import NO_ANSWER, log_line
+from harvest.crawler.extractors import Document, ExtractOptions, extract_links
+from harvest.crawler.fetch import Exchange, FetchSession
+from harvest.crawler.frontier import Candidate, Frontier
+from harvest.crawler.robots import RobotsCache
+from harvest.crawler.scope import Scope
+from harvest.crawler.traps import TrapGuard
+from harvest.crawler.urls import canonicalize, host_of
+
+# Why a site crawl ended (the values of harvest.choices.StopReason).
+COMPLETED = "completed"
+OBJECT_LIMIT = "object-limit"
+BYTE_LIMIT = "byte-limit"
+TIME_LIMIT = "time-limit"
+OPERATOR = "operator"
+FAILED = "failed"
+
+# Documents whose links are extracted; everything else is stored and not read.
+EXTRACTED_TYPES = (
+    "text/html",
+    "application/xhtml+xml",
+    "text/css",
+    "application/javascript",
+    "text/javascript",
+    "application/x-javascript",
+    "application/xml",
+    "text/xml",
+    "text/plain",
+    "application/x-gzip",
+    "application/gzip",
+)
+NAVIGATION_HOPS = frozenset("LM")
+REQUISITE_CHAIN = 5  # components of components outside the scope, at most this deep (CSS imports…)
+EXTERNAL_LINKS_KEPT = 10_000  # distinct external URLs counted per site; beyond, only the total
+
+
+@dataclass
+class SiteSettings:
+    """Everything one site crawl is told: its seeds, scope, politeness and budget (plain values)."""
+
+    seeds: list[str]
+    domain: str | None = None
+    depth_policy: str = "host"
+    clicks: int = 1
+    max_hops: int = 20
+    accept_rules: list[str] = field(default_factory=list)
+    reject_rules: list[str] = field(default_factory=list)
+    crawler_traps: list[str] = field(default_factory=list)
+    obey_robots: bool = True
+    min_delay: float = 1.0
+    max_delay: float = 30.0
+    delay_factor: float = 5.0
+    max_request_rate: int = 0  # requests per minute, 0 = no limit of its own
+    extract_javascript: bool = True
+    extract_sitemaps: bool = True
+    extract_forms: bool = False
+    max_objects: int = -1  # -1: no limit
+    max_bytes: int = -1
+    deadline: float | None = None  # time.time() after which the crawl stops (time limit)
+    max_path_repeats: int = 2
+    max_per_directory: int = 5_000
+    max_per_script: int = 500
+
+    @property
+    def site(self) -> str:
+        return self.domain or (host_of(self.seeds[0]) if self.seeds else "")
+
+
+@dataclass
+class SiteProgress:
+    """A snapshot of a site crawl, for the progress store."""
+
+    urls_done: int
+    urls_queued: int
+    bytes: int
+    errors: int
+    rate: float  # URLs per second over the last half minute
+    current_url: str
+    stop_reason: str  # "" while running
+    error: str
+
+
+class SiteCrawl:
+    """The crawl of one website, advanced one URL at a time by :meth:`step`."""
+
+    def __init__(self, settings: SiteSettings, *, session: FetchSession, writer=None, crawl_log=None):
+        self.settings = settings
+        self.session = session
+        self.writer = writer  # a warc.WarcWriter, or None to fetch without keeping anything (tests)
+        self.crawl_log = crawl_log  # a crawllog.CrawlLog, or None
+        self.scope = Scope(
+            seeds=[],
+            policy=settings.depth_policy,
+            clicks=settings.clicks,
+            max_hops=settings.max_hops,
+            accept=settings.accept_rules,
+            reject=settings.reject_rules,
+            traps=settings.crawler_traps,
+            domain=settings.domain,
+        )
+        self.traps = TrapGuard(
+            max_path_repeats=settings.max_path_repeats,
+            max_per_directory=settings.max_per_directory,
+            max_per_script=settings.max_per_script,
+        )
+        self.options = ExtractOptions(
+            javascript=settings.extract_javascript,
+            forms=settings.extract_forms,
+            sitemaps=settings.extract_sitemaps,
+        )
+        self.robots = RobotsCache(session.fetcher.user_agent)
+        self.frontier = Frontier()
+        self.waiting: deque[Candidate] = deque()  # held back until their host's robots.txt is known
+        self.site = settings.site
+        self.seed_hosts: set[str] = set()
+        self.urls_done = 0  # URLs with a response stored
+        self.bytes = 0
+        self.errors = 0  # URLs without a response, and 4xx/5xx answers
+        self.status_counts: Counter[int] = Counter()
+        self.external_links: Counter[str] = Counter()
+        self.external_total = 0
+        self.trapped = 0
+        self.current_url = ""
+        self.stop_reason = ""
+        self.error = ""
+        self.broken = False  # ended by a fault of the crawler itself, not of the website
+        self.started = time.time()
+        self._stop_requested = ""
+        self._samples: deque[tuple[float, int]] = deque(maxlen=64)
+        self._lock = threading.Lock()  # progress() is read from another thread
+        for url in settings.seeds:
+            self.add_seed(url)
+        if not len(self.frontier):
+            self.error = "No valid seed URL."
+
+    # -- what the engine calls -------------------------------------------------------------
+
+    def request_stop(self, reason: str = OPERATOR) -> None:
+        """Ask the crawl to end at its next step, with ``reason`` (operator, or time limit)."""
+        self._stop_requested = reason
+
+    def step(self) -> float | None:
+        """Fetch one URL. Returns the delay (s) before the next step, or None when the crawl has ended."""
+        reason = self._stop_reason()
+        if reason:
+            self._finish(reason)
+            return None
+        candidate = self._next_candidate()
+        if candidate is None:
+            if not self.urls_done and self.errors:
+                self.error = self.error or "No seed could be fetched."
+                self._finish(FAILED)
+            else:
+                self._finish(COMPLETED)
+            return None
+        robots_url = self.robots.robots_url(candidate.url)
+        if (self.settings.obey_robots or candidate.hop_path == "") and not self.robots.known(candidate.url):
+            # robots.txt first: its rules decide this URL, its Sitemap lines feed the crawl.
+            self.waiting.appendleft(candidate)
+            return self._fetch_robots(robots_url, via=candidate.url)
+        if self.settings.obey_robots and not self.robots.allowed(candidate.url):
+            self._log_no_answer(candidate, "robots", ["robots:disallowed"])
+            return 0.0
+        exchange = self._fetch(candidate.url)
+        try:
+            self._store(candidate, exchange)
+            if exchange.error is None:
+                self._queue_links(candidate, exchange)
+        finally:
+            exchange.close()
+        return self._delay(candidate.url, exchange.duration)
+
+    def fail(self, error: BaseException) -> None:
+        """End the crawl because something in the crawler itself broke."""
+        self.error = f"{type(error).__name__}: {error}"
+        self.broken = True
+        self._finish(FAILED)
+
+    def progress(self) -> SiteProgress:
+        now = time.time()
+        with self._lock:
+            self._samples.append((now, self.urls_done))
+            while len(self._samples) > 2 and now - self._samples[0][0] > 30:
+                self._samples.popleft()
+            first_time, first_done = self._samples[0]
+            span = now - first_time
+            rate = (self.urls_done - first_done) / span if span > 0 else 0.0
+            return SiteProgress(
+                urls_done=self.urls_done,
+                urls_queued=len(self.frontier) + len(self.waiting),
+                bytes=self.bytes,
+                errors=self.errors,
+                rate=round(rate, 2),
+                current_url=self.current_url,
+                stop_reason=self.stop_reason,
+                error=self.error,
+            )
+
+    def report(self) -> dict:
+        """The per-domain report kept at the end of the crawl."""
+        return {
+            "site": self.site,
+            "seeds": self.settings.seeds,
+            "stop_reason": self.stop_reason,
+            "error": self.error,
+            "urls": self.urls_done,
+            "bytes": self.bytes,
+            "errors": self.errors,
+            "trapped": self.trapped,
+            "status_codes": {str(code): count for code, count in sorted(self.status_counts.items())},
+            "external_links": self.external_total,
+            "seconds": round(time.time() - self.started, 3),
+        }
+
+    # -- seeds, scope and links ------------------------------------------------------------
+
+    def add_seed(self, url: str) -> None:
+        canonical = canonicalize(url)
+        if canonical is None:
+            return
+        self.scope.add_seed(canonical)
+        self.seed_hosts.add(host_of(canonical))
+        # The seed is fetched whatever the rules say (it is a requisite of the crawl itself).
+        self.frontier.add_component(Candidate(canonical, "", "", True))
+        if self.settings.extract_sitemaps:
+            sitemap = RobotsCache.key(canonical) + "/sitemap.xml"
+            self.frontier.add_component(Candidate(sitemap, "P", canonical, True))
+
+    def _queue_links(self, candidate: Candidate, exchange: Exchange) -> None:
+        if exchange.status >= 400:
+            return
+        document = None
+        if 300 <= exchange.status < 400 or exchange.content_type in EXTRACTED_TYPES:
+            body = b"" if exchange.status >= 300 else exchange.decoded_body()
+            document = Document(
+                url=candidate.url,
+                status=exchange.status,
+                headers=exchange.headers,
+                content_type=exchange.content_type,
+                charset=exchange.charset,
+                body=body,
+            )
+        if document is None:
+            return
+        for link in extract_links(document, self.options):
+            self._consider(candidate, link.url, link.hop)
+
+    def _consider(self, source: Candidate, url: str, hop: str) -> None:
+        canonical = canonicalize(url)
+        if canonical is None or self.frontier.seen(canonical):
+            return
+        hop_path = source.hop_path + hop
+        if hop == "R":
+            if source.hop_path.strip("R") == "":  # a seed's redirect: its target is a seed too
+                self.scope.add_seed(canonical)
+                self.seed_hosts.add(host_of(canonical))
+                self._queue_component(Candidate(canonical, hop_path, source.url, True))
+                return
+            follow = source.follow and self.scope.decide(canonical, hop_path) is None
+            self._queue_component(Candidate(canonical, hop_path, source.url, follow))
+            return
+        if hop in NAVIGATION_HOPS:
+            if not source.follow:
+                return
+            reason = self.scope.decide(canonical, hop_path)
+            if reason is not None:
+                if reason == "out-of-scope" and host_of(canonical) not in self.seed_hosts:
+                    self._count_external(canonical)
+                return
+            if self._trapped(canonical):
+                return
+            self.frontier.add_page(Candidate(canonical, hop_path, source.url, True))
+            return
+        if hop == "X":
+            # A string in a script only counts when it is in scope: it is a guess, not a component.
+            if (
+                source.follow
+                and self.scope.decide(canonical, hop_path) is None
+                and not self._trapped(canonical)
+            ):
+                self.frontier.add_page(Candidate(canonical, hop_path, source.url, True))
+            return
+        # E (and P): a component; fetched even outside the scope, but never its links.
+        if not source.follow and _requisite_depth(source.hop_path) >= REQUISITE_CHAIN:
+            return
+        if self.scope.is_trap_or_rejected(canonical) is not None:
+            self.trapped += 1
+            return
+        follow = source.follow and self.scope.decide(canonical, hop_path) is None
+        self._queue_component(Candidate(canonical, hop_path, source.url, follow))
+
+    def _queue_component(self, candidate: Candidate) -> None:
+        self.frontier.add_component(candidate)
+
+    def _trapped(self, url: str) -> bool:
+        if self.traps.check(url) is not None:
+            self.trapped += 1
+            return True
+        return False
+
+    def _count_external(self, url: str) -> None:
+        self.external_total += 1
+        if url in self.external_links or len(self.external_links) < EXTERNAL_LINKS_KEPT:
+            self.external_links[url] += 1
+
+    # -- fetching and storing ---------------------------------------------------------------
+
+    def _next_candidate(self) -> Candidate | None:
+        if self.waiting:
+            return self.waiting.popleft()
+        return self.frontier.pop()
+
+    def _fetch(self, url: str) -> Exchange:
+        with self._lock:
+            self.current_url = url
+        return self.session.fetch(url)
+
+    def _fetch_robots(self, robots_url: str, *, via: str) -> float:
+        exchange = self._fetch(robots_url)
+        try:
+            status = exchange.status if exchange.error is None else None
+            entry = self.robots.record(robots_url, status=status, body=exchange.decoded_body(1024 * 1024))
+            self._store(Candidate(robots_url, "P", via, False), exchange, annotations=[entry.note])
+            if self.settings.extract_sitemaps and host_of(robots_url) in self.seed_hosts:
+                for sitemap in entry.sitemaps:
+                    canonical = canonicalize(sitemap)
+                    if canonical is not None:
+                        self.frontier.add_component(Candidate(canonical, "P", robots_url, True))
+        finally:
+            exchange.close()
+        return self._delay(robots_url, exchange.duration)
+
+    def _store(self, candidate: Candidate, exchange: Exchange, annotations: list[str] | None = None) -> None:
+        notes = list(annotations or [])
+        if exchange.error is not None:
+            self._log_no_answer(
+                candidate, _no_answer_kind(exchange.error), [*notes, _annotation(exchange.error)]
+            )
+            return
+        if exchange.truncated:
+            notes.append(f"truncated:{exchange.truncated}")
+        if self.writer is not None:
+            self.writer.write_exchange(exchange, digest_algorithm=self.session.digest_algorithm)
+        with self._lock:
+            self.urls_done += 1
+            self.bytes += exchange.body_length
+            self.status_counts[exchange.status] += 1
+            if exchange.status >= 400:
+                self.errors += 1
+        self._log(
+            candidate,
+            when=exchange.started_at,
+            status=exchange.status,
+            size=exchange.body_length,
+            mime=exchange.content_type,
+            duration=exchange.duration,
+            digest=exchange.payload_digest,
+            annotations=notes,
+        )
+
+    def _log_no_answer(self, candidate: Candidate, kind: str, annotations: list[str]) -> None:
+        with self._lock:
+            self.errors += 1
+        self._log(
+            candidate,
+            when=datetime.now(UTC),
+            status=NO_ANSWER.get(kind, -2),
+            size=0,
+            mime="",
+            duration=0.0,
+            digest="",
+            annotations=annotations,
+        )
+
+    def _log(self, candidate: Candidate, **fields) -> None:
+        if self.crawl_log is None:
+            return
+        self.crawl_log.write(
+            log_line(
+                url=candidate.url, hop_path=candidate.hop_path, via=candidate.via, site=self.site, **fields
+            )
+        )
+
+    # -- politeness and stopping -------------------------------------------------------------
+
+    def _delay(self, url: str, duration: float) -> float:
+        settings = self.settings
+        delay = min(max(settings.delay_factor * duration, settings.min_delay), settings.max_delay)
+        if settings.max_request_rate > 0:
+            delay = max(delay, 60.0 / settings.max_request_rate)
+        if settings.obey_robots:
+            delay = max(delay, self.robots.crawl_delay(url))
+        return delay
+
+    def _stop_reason(self) -> str:
+        settings = self.settings
+        if self._stop_requested:
+            return self._stop_requested
+        if settings.deadline is not None and time.time() >= settings.deadline:
+            return TIME_LIMIT
+        if 0 <= settings.max_objects <= self.urls_done:
+            return OBJECT_LIMIT
+        if 0 <= settings.max_bytes <= self.bytes:
+            return BYTE_LIMIT
+        return ""
+
+    def _finish(self, reason: str) -> None:
+        with self._lock:
+            self.stop_reason = reason
+            self.current_url = ""
+        self.frontier.clear()
+        self.waiting.clear()
+        self.session.close()
+
+
+def _requisite_depth(hop_path: str) -> int:
+    """How many component hops end the path (E, X or P letters after the last link)."""
+    return len(hop_path) - len(hop_path.rstrip("EXP"))
+
+
+def _no_answer_kind(error: str) -> str:
+    text = error.lower()
+    if "refused" in text and "address" in text:
+        return "refused"
+    if "dns" in text or "resolve" in text:
+        return "dns"
+    if "timed out" in text or "timeout" in text:
+        return "timeout"
+    if "connection refused" in text or "connect" in text:
+        return "connect"
+    return "broken"
+
+
+def _annotation(error: str) -> str:
+    return "error:" + error.replace(" ", "_")[:120]

@@ -1,0 +1,643 @@
+"""Writing WARC files (WARC/1.1, one gzip member per record) for the site crawls of one harvest job.
+
+One :class:`WarcWriter` is shared by the site crawls a process runs for a job:
+each exchange is written as a ``response`` and a ``request`` record, adjacent
+and under one lock, so that threads never interleave inside a pair. Files
+start with a ``warcinfo`` record and are rolled at a size limit, a record is
+never split between two files.
+
+The digests are ours, not warcio's: the payload digest is the one the fetcher
+computed over the entity body as received, the block digest is computed here
+over the exact bytes of the block, both with the harvest's algorithm (warcio
+would otherwise add SHA-1 digests of its own). The HTTP head is written as
+the server sent it (latin-1 bytes back as they came, no re-encoding).
+
+While written, a file is named ``<name>.open`` and holds an exclusive
+``flock``: a file left ``.open`` without a lock was left by a writer that died
+(SIGKILL, power loss). :func:`recover_open_files` cuts such a file after its
+last complete gzip member and gives it its final name.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import re
+import secrets
+import tempfile
+import threading
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.recordloader import ArcWarcRecord
+from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
+from warcio.timeutils import datetime_to_iso_date
+from warcio.warcwriter import WARCWriter
+
+from harvest.crawler.fetch import DIGEST_ALGORITHMS, Exchange, format_digest
+
+WARC_VERSION = "WARC/1.1"
+COMPRESS_LEVEL = 6  # warcio's own gzip uses 9: much slower for a percent or two
+OPEN_SUFFIX = ".open"
+READ_BYTES = 1024 * 1024
+WRITE_BUFFER = 256 * 1024
+HTTP_RESPONSE = "application/http; msgtype=response"
+HTTP_REQUEST = "application/http; msgtype=request"
+WARC_FIELDS = "application/warc-fields"
+DEFAULT_WARCINFO = {
+    "format": "WARC File Format 1.1",
+    "conformsTo": "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+}
+_NAME_TIMESTAMP = re.compile(r"-(\d{14})-\d{5,}-[^/]*\.warc\.gz$")
+
+
+@dataclass
+class RecordInfo:
+    """Where a record was written and what it holds (for indexing)."""
+
+    filename: str
+    offset: int
+    length: int  # of the record's gzip member
+    record_id: str
+    record_type: str
+    target_uri: str
+    date: str  # 14 digits, UTC
+    content_type: str  # of the payload ("text/html"), "" when there is none
+    status: int | None
+    payload_digest: str | None
+
+
+@dataclass
+class WarcFileInfo:
+    """A finished WARC file."""
+
+    name: str
+    path: Path
+    size: int
+    sha256: str  # hex, of the whole compressed file
+    records: int
+    created_at: datetime
+    closed_at: datetime
+    recovered: bool = False
+    cut_bytes: int = 0
+
+
+class _RecordWriter(WARCWriter):
+    """warcio's writer, told that every digest is already there."""
+
+    NO_PAYLOAD_DIGEST_TYPES = ("warcinfo", "revisit", "request")
+
+    def _create_digester(self):
+        raise AssertionError("WarcWriter sets the digests itself; warcio must not add SHA-1 ones")
+
+
+class _Block:
+    """A record block as one stream: the head bytes, then (a known length of) the body file."""
+
+    def __init__(self, head: bytes, body: BinaryIO | None = None, body_length: int = 0, body_start: int = 0):
+        self.head = head
+        self.body = body
+        self.body_length = body_length if body is not None else 0
+        self.body_start = body_start
+        self.length = len(head) + self.body_length
+        self.delivered = 0
+
+    def digests(self, algorithm: str, *, payload: bool) -> tuple[str, str | None]:
+        """The block digest and (if asked) the digest of the body alone, checking the body's length."""
+        block = hashlib.new(algorithm, self.head)
+        body = hashlib.new(algorithm) if payload else None
+        read = 0
+        if self.body is not None:
+            self.body.seek(self.body_start)
+            while chunk := self.body.read(min(READ_BYTES, self.body_length - read)):
+                block.update(chunk)
+                if body is not None:
+                    body.update(chunk)
+                read += len(chunk)
+            self.body.seek(self.body_start)
+        if read != self.body_length:
+            raise ValueError(f"the body holds {read} bytes, not {self.body_length}")
+        return format_digest(block, algorithm), format_digest(body, algorithm) if body is not None else None
+
+    def read(self, size: int = -1) -> bytes:
+        size = self.length if size is None or size < 0 else size
+        if self.delivered < len(self.head):
+            chunk = self.head[self.delivered : self.delivered + size]
+        elif self.body is not None:
+            chunk = self.body.read(min(size, self.length - self.delivered))
+        else:
+            chunk = b""
+        self.delivered += len(chunk)
+        return chunk
+
+
+@dataclass
+class _Record:
+    """A record ready to be written, and what its RecordInfo will say beyond the WARC headers."""
+
+    headers: list[tuple[str, str]]
+    block: _Block
+    warc_content_type: str
+    content_type: str = ""
+    status: int | None = None
+    payload_digest: str | None = None
+
+    def info(self, filename: str, offset: int, length: int) -> RecordInfo:
+        fields = dict(self.headers)
+        return RecordInfo(
+            filename=filename,
+            offset=offset,
+            length=length,
+            record_id=fields["WARC-Record-ID"],
+            record_type=fields["WARC-Type"],
+            target_uri=fields.get("WARC-Target-URI", ""),
+            date=re.sub(r"\D", "", fields["WARC-Date"])[:14],
+            content_type=self.content_type,
+            status=self.status,
+            payload_digest=self.payload_digest,
+        )
+
+
+class _OpenFile:
+    """The file being written: one gzip member per record; its size and SHA-256 follow every byte."""
+
+    def __init__(self, *, name: str, path: Path, fd: int, created_at: datetime):
+        self.name = name
+        self.path = path
+        self.open_path = path.with_name(name + OPEN_SUFFIX)
+        self.fd = fd
+        self.created_at = created_at
+        self.size = 0
+        self.records = 0
+        self.sha256 = hashlib.sha256()
+        self.warcinfo_id = ""
+        self._pending = bytearray()
+        self._compressor = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+
+    # warcio writes a record through write() and flush().
+    def write(self, data: bytes) -> int:
+        self._emit(self._compressor.compress(data))
+        return len(data)
+
+    def flush(self) -> None:
+        """Nothing: a member ends in end_member(), once warcio has written the whole record."""
+
+    def end_member(self) -> None:
+        self._emit(self._compressor.flush())
+        self._compressor = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        self._write_pending()
+        self.records += 1
+
+    def mark(self) -> tuple:
+        return self.size, self.records, self.sha256.copy()
+
+    def rollback(self, mark: tuple) -> None:
+        """Forget what was written since ``mark`` (a record that failed half-way)."""
+        self.size, self.records, self.sha256 = mark
+        self._pending.clear()
+        self._compressor = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        os.ftruncate(self.fd, self.size)
+        os.lseek(self.fd, self.size, os.SEEK_SET)
+
+    def _emit(self, data: bytes) -> None:
+        if data:
+            self._pending += data
+            self.sha256.update(data)
+            self.size += len(data)
+            if len(self._pending) >= WRITE_BUFFER:
+                self._write_pending()
+
+    def _write_pending(self) -> None:
+        view = memoryview(self._pending)
+        while view:
+            view = view[os.write(self.fd, view) :]
+        view.release()
+        self._pending.clear()
+
+
+class WarcWriter:
+    """Writes the WARC files of one job; thread-safe, shared by the site crawls of a process.
+
+    Files are named ``{prefix}-{job_id}-{YYYYMMDDhhmmss}-{serial:05}-{host}.warc.gz``
+    (``.open`` added while written) and rolled once they reach ``max_size``.
+    ``on_record`` and ``on_file_closed`` are called under the writer's lock: keep them quick.
+    """
+
+    def __init__(
+        self,
+        *,
+        directory: str | Path,
+        prefix: str,
+        job_id: int | str,
+        host: str,
+        max_size: int = 1_000_000_000,
+        warcinfo: dict[str, str],
+        on_file_closed: Callable[[WarcFileInfo], None] | None = None,
+        on_record: Callable[[RecordInfo], None] | None = None,
+        digest_algorithm: str = "sha256",
+    ):
+        if digest_algorithm not in DIGEST_ALGORITHMS:
+            raise ValueError(f"unsupported digest algorithm {digest_algorithm!r}")
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.prefix = _name_part(prefix)
+        self.job_id = _name_part(str(job_id))
+        self.host = _name_part(host)
+        self.max_size = max_size
+        self.warcinfo = {**DEFAULT_WARCINFO, **warcinfo}
+        self.on_file_closed = on_file_closed
+        self.on_record = on_record
+        self.digest_algorithm = digest_algorithm
+        self.files: list[WarcFileInfo] = []  # the files this writer has closed
+        self._serial = 0
+        self._file: _OpenFile | None = None
+        self._lock = threading.Lock()
+
+    def write_exchange(self, exchange: Exchange, *, digest_algorithm: str | None = None) -> list[RecordInfo]:
+        """Write a response record and its request record, adjacent; nothing for an exchange with an error."""
+        if exchange.error is not None:
+            return []
+        algorithm = digest_algorithm or _algorithm_of(exchange.payload_digest) or self.digest_algorithm
+        date = _warc_date(exchange.started_at)
+        response_id, request_id = _record_id(), _record_id()
+        status_line = f"{exchange.status} {exchange.reason}"
+        head = StatusAndHeaders(status_line, list(exchange.headers), protocol=exchange.http_version).to_str()
+        # Back to the bytes the server sent: http.client decoded them as latin-1.
+        block = _Block(head.encode("iso-8859-1", "replace") + b"\r\n", exchange.body, exchange.body_length)
+        payload_known = _algorithm_of(exchange.payload_digest) == algorithm
+        block_digest, payload_digest = block.digests(algorithm, payload=not payload_known)
+        payload_digest = exchange.payload_digest if payload_known else payload_digest
+        response = _Record(
+            [
+                *_common_headers("response", response_id, date, exchange.url),
+                *([("WARC-IP-Address", exchange.peer_ip)] if exchange.peer_ip else []),
+                ("WARC-Concurrent-To", request_id),
+                *([("WARC-Truncated", exchange.truncated)] if exchange.truncated else []),
+                ("WARC-Payload-Digest", payload_digest),
+                ("WARC-Block-Digest", block_digest),
+            ],
+            block,
+            HTTP_RESPONSE,
+            content_type=exchange.content_type,
+            status=exchange.status,
+            payload_digest=payload_digest,
+        )
+        request_block = _Block(exchange.request_head)
+        request = _Record(
+            [
+                *_common_headers("request", request_id, date, exchange.url),
+                ("WARC-Concurrent-To", response_id),
+                ("WARC-Block-Digest", request_block.digests(algorithm, payload=False)[0]),
+            ],
+            request_block,
+            HTTP_REQUEST,
+        )
+        return self._write([response, request])
+
+    def write_metadata(
+        self,
+        *,
+        target_uri: str,
+        content_type: str,
+        payload: bytes | BinaryIO,
+        concurrent_to: str | None = None,
+    ) -> RecordInfo:
+        """Write a ``metadata`` record (crawl log, reports…) about ``target_uri``."""
+        if isinstance(payload, bytes | bytearray | memoryview):
+            stream = None
+            block = _Block(bytes(payload))
+        else:
+            stream = _seekable(payload)
+            start = stream.tell()
+            block = _Block(b"", stream, stream.seek(0, os.SEEK_END) - start, start)
+        try:
+            digest, _ = block.digests(self.digest_algorithm, payload=False)
+            headers = [
+                *_common_headers("metadata", _record_id(), _warc_date(datetime.now(UTC)), target_uri),
+                *([("WARC-Concurrent-To", concurrent_to)] if concurrent_to else []),
+                ("WARC-Payload-Digest", digest),  # no HTTP message in it: the payload is the whole block
+                ("WARC-Block-Digest", digest),
+            ]
+            mime = content_type.split(";")[0].strip().lower()
+            record = _Record(headers, block, content_type, content_type=mime, payload_digest=digest)
+            return self._write([record])[0]
+        finally:
+            if stream is not None and stream is not payload:
+                stream.close()
+
+    def close(self) -> None:
+        """Finish the current file (it gets its final name); the next write starts a new one."""
+        with self._lock:
+            self._close_file()
+
+    def __enter__(self) -> WarcWriter:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # -- records -----------------------------------------------------------------------------
+
+    def _write(self, records: list[_Record]) -> list[RecordInfo]:
+        """Write ``records`` one after the other in the current file, all or none of them."""
+        written: list[RecordInfo] = []
+        with self._lock:
+            if self._file is not None and self._file.size >= self.max_size:
+                self._close_file()
+            if self._file is None:
+                self._open_file()
+            file = self._file
+            mark = file.mark()
+            try:
+                for record in records:
+                    offset = file.size
+                    self._write_record(file, record)
+                    written.append(record.info(file.name, offset, file.size - offset))
+            except BaseException:
+                file.rollback(mark)
+                raise
+            if self.on_record is not None:
+                for info in written:
+                    self.on_record(info)
+        return written
+
+    def _write_record(self, file: _OpenFile, record: _Record) -> None:
+        headers = record.headers
+        if file.warcinfo_id:
+            headers = [*headers, ("WARC-Warcinfo-ID", file.warcinfo_id)]
+        warc_headers = StatusAndHeaders("", headers, protocol=WARC_VERSION)
+        block = record.block
+        record_type = warc_headers.get_header("WARC-Type")
+        warc_record = ArcWarcRecord(
+            "warc", record_type, warc_headers, block, None, record.warc_content_type, block.length
+        )
+        _RecordWriter(file, gzip=False, warc_version=WARC_VERSION).write_record(warc_record)
+        if block.delivered != block.length:
+            raise ValueError(f"record block of {block.delivered} bytes, {block.length} announced")
+        file.end_member()
+
+    # -- files -------------------------------------------------------------------------------
+
+    def _open_file(self) -> None:
+        created_at = datetime.now(UTC)
+        stamp = created_at.strftime("%Y%m%d%H%M%S")
+        while True:
+            name = f"{self.prefix}-{self.job_id}-{stamp}-{self._serial:05d}-{self.host}.warc.gz"
+            self._serial += 1
+            path = self.directory / name
+            fd = _create_locked(path.with_name(name + OPEN_SUFFIX))
+            if fd is None:
+                continue
+            if path.exists():  # closed by another writer of the same name since we looked
+                os.unlink(path.with_name(name + OPEN_SUFFIX))
+                os.close(fd)
+                continue
+            break
+        file = _OpenFile(name=name, path=path, fd=fd, created_at=created_at)
+        fields = "".join(
+            f"{key}: {' '.join(str(value).split())}\r\n" for key, value in self.warcinfo.items() if value
+        )
+        block = _Block(fields.encode("utf-8"))
+        warcinfo = _Record(
+            [
+                ("WARC-Type", "warcinfo"),
+                ("WARC-Record-ID", _record_id()),
+                ("WARC-Date", _warc_date(created_at)),
+                ("WARC-Filename", name),
+                ("WARC-Block-Digest", block.digests(self.digest_algorithm, payload=False)[0]),
+            ],
+            block,
+            WARC_FIELDS,
+        )
+        try:
+            self._write_record(file, warcinfo)
+        except BaseException:
+            os.unlink(file.open_path)
+            os.close(fd)
+            raise
+        file.warcinfo_id = dict(warcinfo.headers)["WARC-Record-ID"]
+        self._file = file
+        if self.on_record is not None:
+            self.on_record(warcinfo.info(name, 0, file.size))
+
+    def _close_file(self) -> None:
+        file = self._file
+        if file is None:
+            return
+        self._file = None
+        try:
+            os.fsync(file.fd)
+            os.rename(file.open_path, file.path)  # still locked: no recovery can take it meanwhile
+        finally:
+            os.close(file.fd)
+        info = WarcFileInfo(
+            name=file.name,
+            path=file.path,
+            size=file.size,
+            sha256=file.sha256.hexdigest(),
+            records=file.records,
+            created_at=file.created_at,
+            closed_at=datetime.now(UTC),
+        )
+        self.files.append(info)
+        if self.on_file_closed is not None:
+            self.on_file_closed(info)
+
+
+def _create_locked(open_path: Path) -> int | None:
+    """A new file at ``open_path``, locked before anyone can see it; None if the name is taken."""
+    # Created under a hidden name, locked, then linked: recovery never sees an unlocked new file.
+    temporary = open_path.with_name(f".{open_path.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        try:
+            os.link(temporary, open_path)
+        except FileExistsError:
+            os.close(fd)
+            return None
+    except BaseException:
+        os.close(fd)
+        raise
+    finally:
+        os.unlink(temporary)
+    return fd
+
+
+def _name_part(text: str) -> str:
+    """``text`` made safe inside a file name (no path separators, no spaces)."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-")
+    return cleaned or "unknown"
+
+
+def _record_id() -> str:
+    return StatusAndHeadersParser.make_warc_id()
+
+
+def _common_headers(record_type: str, record_id: str, date: str, target_uri: str) -> list[tuple[str, str]]:
+    return [
+        ("WARC-Type", record_type),
+        ("WARC-Record-ID", record_id),
+        ("WARC-Date", date),
+        ("WARC-Target-URI", target_uri),
+    ]
+
+
+def _warc_date(moment: datetime) -> str:
+    return datetime_to_iso_date(moment.astimezone(UTC).replace(tzinfo=None), use_micros=True)
+
+
+def _algorithm_of(digest: str | None) -> str | None:
+    algorithm = (digest or "").partition(":")[0].lower()
+    return algorithm if algorithm in DIGEST_ALGORITHMS else None
+
+
+def _seekable(payload: BinaryIO) -> BinaryIO:
+    """``payload`` itself if it can be read twice (for the digest, then the record), else a copy."""
+    try:
+        payload.seek(payload.tell())
+        return payload
+    except (AttributeError, OSError, ValueError):
+        copy = tempfile.SpooledTemporaryFile(max_size=READ_BYTES)  # noqa: SIM115 (closed by the caller)
+        while chunk := payload.read(READ_BYTES):
+            copy.write(chunk)
+        copy.seek(0)
+        return copy
+
+
+# -- recovery and checks ---------------------------------------------------------------------
+
+
+def recover_open_files(
+    directory: str | Path,
+    *,
+    on_file_closed: Callable[[WarcFileInfo], None] | None = None,
+    log: Callable[[str], None] | None = None,
+) -> list[WarcFileInfo]:
+    """Finish the ``.open`` files of ``directory`` whose writer is dead; those still locked are left alone.
+
+    A file is cut after its last complete gzip member (the record being
+    written when the writer died is lost, and logged), then renamed to its
+    final name. Safe to run again, and from several processes at once.
+    """
+    directory = Path(directory)
+    say = log or (lambda message: None)
+    recovered = []
+    for open_path in sorted(directory.glob(f"*{OPEN_SUFFIX}")):
+        info = _recover(open_path, say)
+        if info is not None:
+            recovered.append(info)
+            if on_file_closed is not None:
+                on_file_closed(info)
+    return recovered
+
+
+def _recover(open_path: Path, say: Callable[[str], None]) -> WarcFileInfo | None:
+    try:
+        fd = os.open(open_path, os.O_RDWR)
+    except FileNotFoundError:  # finished by its writer or by another recovery meanwhile
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # its writer is alive
+            return None
+        try:
+            current = os.stat(open_path)
+        except FileNotFoundError:
+            return None
+        opened = os.fstat(fd)
+        if (current.st_dev, current.st_ino) != (opened.st_dev, opened.st_ino):
+            return None  # renamed and replaced since we opened it
+        keep, records = _complete_members(fd)
+        cut = opened.st_size - keep
+        name = open_path.name[: -len(OPEN_SUFFIX)]
+        if cut:
+            os.ftruncate(fd, keep)
+            os.fsync(fd)
+            say(f"{name}: cut {cut} bytes after offset {keep}, a record its writer did not finish")
+        if records == 0:
+            os.unlink(open_path)
+            say(f"{name}: removed, it held no complete record")
+            return None
+        sha256 = hashlib.sha256()
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, READ_BYTES):
+            sha256.update(chunk)
+        path = open_path.with_name(name)
+        os.rename(open_path, path)
+        say(f"{name}: recovered, {records} records, {keep} bytes")
+        return WarcFileInfo(
+            name=name,
+            path=path,
+            size=keep,
+            sha256=sha256.hexdigest(),
+            records=records,
+            created_at=_created_at(name, opened.st_mtime),
+            closed_at=datetime.now(UTC),
+            recovered=True,
+            cut_bytes=cut,
+        )
+    finally:
+        os.close(fd)
+
+
+def _complete_members(fd: int) -> tuple[int, int]:
+    """Where the last complete gzip member of the file ends, and how many complete members precede it."""
+    os.lseek(fd, 0, os.SEEK_SET)
+    good_end = members = 0
+    start = 0  # file offset of data[0]
+    decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    while block := os.read(fd, READ_BYTES):
+        data = block
+        while data:
+            try:
+                decompressor.decompress(data, READ_BYTES)  # the output is not needed, only the end
+            except zlib.error:
+                return good_end, members
+            if decompressor.eof:
+                rest = decompressor.unused_data
+                good_end = start + len(data) - len(rest)
+                members += 1
+                decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            else:
+                rest = decompressor.unconsumed_tail
+            start += len(data) - len(rest)
+            data = rest
+    return good_end, members
+
+
+def _created_at(name: str, fallback: float) -> datetime:
+    found = _NAME_TIMESTAMP.search(name)
+    if found:
+        return datetime.strptime(found.group(1), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+    return datetime.fromtimestamp(fallback, UTC)
+
+
+def check_warc(path: str | Path) -> list[str]:
+    """The problems found in a WARC file (unreadable records, wrong digests); empty when it is sound."""
+    problems: list[str] = []
+    try:
+        with open(path, "rb") as stream:
+            records = ArchiveIterator(stream, check_digests=True)
+            for index, record in enumerate(records):
+                record_type = record.rec_headers.get_header("WARC-Type")
+                if index == 0 and record_type != "warcinfo":
+                    problems.append(f"the first record is a {record_type} record, not warcinfo")
+                content = record.content_stream()
+                while content.read(READ_BYTES):
+                    pass
+                if record.digest_checker.passed is False:
+                    offset = records.get_record_offset()
+                    problems.extend(
+                        f"offset {offset}: {problem}" for problem in record.digest_checker.problems
+                    )
+    except Exception as error:  # any failure to read is a problem to report, not to raise
+        problems.append(f"unreadable: {error}")
+    return problems

@@ -1,0 +1,305 @@
+"""Site crawls as the database sees them: dispatch, start, progress, end, stop, and the end of a job.
+
+A job is a database row; the queue is only transport. A submitted job is
+dispatched once (one ``harvest.crawl_site`` task per domain configuration on
+the job's queue); each site crawl moves its JobConfiguration from queued to
+running to ended, writing its progress there every few seconds; the site that
+ends last ends the job. Every step locks the job row first, so that two sites
+ending together, or a stop arriving while a site starts, cannot both act.
+Redelivered tasks (a worker killed mid-crawl) find their site running and
+crawl it again from the start; a site already ended is not crawled twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from harvest.choices import JobStatus, SiteState, StopReason
+from harvest.models import ExternalLink, HarvestInfo, Job, JobConfiguration
+from harvest.services.jobs import job_transition
+from webarchive.history import save_as
+from webarchive.permissions import CHANGE, require
+
+logger = logging.getLogger(__name__)
+
+# Crawler stop reasons that name a limit: which of the two limits applied is decided here.
+_LIMIT_REASONS = {
+    "object-limit": (
+        "max_objects",
+        "max_objects_per_domain",
+        StopReason.OBJECT_LIMIT,
+        StopReason.CONFIG_OBJECT_LIMIT,
+    ),
+    "byte-limit": ("max_bytes", "max_bytes_per_domain", StopReason.BYTE_LIMIT, StopReason.CONFIG_BYTE_LIMIT),
+}
+
+
+def send_site_crawls(entry_ids: list[int], queue: str) -> None:
+    """Put one site-crawl task per entry on ``queue`` (called after the transaction commits)."""
+    from harvest.tasks import crawl_site
+
+    for entry_id in entry_ids:
+        crawl_site.apply_async(args=[entry_id], queue=queue)
+
+
+@transaction.atomic
+def job_dispatch(*, job_id: int) -> int:
+    """Send the site crawls of a submitted job to its queue, once; returns how many were sent."""
+    job = Job.objects.select_for_update().get(pk=job_id)
+    if job.status != JobStatus.SUBMITTED or job.dispatched_at is not None:
+        return 0
+    job.dispatched_at = timezone.now()
+    job.save(update_fields=["dispatched_at"])
+    ids = list(job.configurations.filter(state=SiteState.QUEUED).order_by("pk").values_list("pk", flat=True))
+    queue = job.queue
+    transaction.on_commit(lambda: send_site_crawls(ids, queue))
+    return len(ids)
+
+
+def jobs_dispatch_submitted() -> int:
+    """Dispatch every submitted job not sent yet (launched or resubmitted); returns the sites sent."""
+    ids = Job.objects.filter(status=JobStatus.SUBMITTED, dispatched_at=None).values_list("pk", flat=True)
+    return sum(job_dispatch(job_id=job_id) for job_id in list(ids))
+
+
+@transaction.atomic
+def site_crawl_begin(*, entry_id: int, worker: str) -> JobConfiguration | None:
+    """Mark a site crawl running and return it, or None when there is nothing (more) to crawl."""
+    job_id = JobConfiguration.objects.values_list("job_id", flat=True).get(pk=entry_id)
+    job = Job.objects.select_for_update().get(pk=job_id)
+    entry = JobConfiguration.objects.select_for_update().select_related("domain").get(pk=entry_id)
+    if entry.state == SiteState.ENDED or job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
+        return None
+    if job.stop_requested_at is not None:
+        _end_entry(job, entry, stop_reason=StopReason.OPERATOR)
+        _end_job_if_complete(job)
+        return None
+    if job.status == JobStatus.SUBMITTED:
+        job = job_transition(job=job, status=JobStatus.STARTED)
+    now = timezone.now()
+    entry.state = SiteState.RUNNING
+    entry.attempts += 1
+    entry.worker = worker[:200]
+    entry.started_at = now
+    entry.progress_at = now
+    # A redelivered site (its worker died) starts over: what the last attempt counted is gone.
+    entry.urls_done = entry.urls_queued = entry.bytes_done = entry.error_count = 0
+    entry.rate = 0.0
+    entry.current_url = entry.stop_reason = entry.error = ""
+    entry.save()
+    entry.job = job
+    return entry
+
+
+def site_crawl_progress(*, entry_id: int, job_id: int, progress) -> bool:
+    """Store a running site's progress; True when the site should stop (operator, or its job has ended)."""
+    JobConfiguration.objects.filter(pk=entry_id, state=SiteState.RUNNING).update(
+        urls_done=progress.urls_done,
+        urls_queued=progress.urls_queued,
+        bytes_done=progress.bytes,
+        error_count=progress.errors,
+        rate=progress.rate,
+        current_url=progress.current_url[:2000],
+        progress_at=timezone.now(),
+    )
+    status, stop_requested_at = Job.objects.values_list("status", "stop_requested_at").get(pk=job_id)
+    return stop_requested_at is not None or status != JobStatus.STARTED
+
+
+@transaction.atomic
+def site_crawl_end(
+    *,
+    entry_id: int,
+    stop_reason: str,
+    progress,
+    report: dict,
+    external_links: dict[str, int],
+    broken: bool = False,
+) -> bool:
+    """Record how a site crawl ended (HarvestInfo, report, external links); True if that ended the job."""
+    job_id = JobConfiguration.objects.values_list("job_id", flat=True).get(pk=entry_id)
+    job = Job.objects.select_for_update().get(pk=job_id)
+    entry = JobConfiguration.objects.select_for_update().get(pk=entry_id)
+    if entry.state == SiteState.ENDED:
+        return False
+    entry.urls_done = progress.urls_done
+    entry.urls_queued = 0
+    entry.bytes_done = progress.bytes
+    entry.error_count = progress.errors
+    entry.rate = progress.rate
+    entry.error = progress.error
+    entry.report = {**report, "broken": broken}
+    _end_entry(job, entry, stop_reason=_stop_reason(job, entry, stop_reason))
+    ExternalLink.objects.filter(entry=entry).delete()
+    ExternalLink.objects.bulk_create(
+        [ExternalLink(entry=entry, url=url[:4000], count=count) for url, count in external_links.items()],
+        batch_size=2000,
+    )
+    return _end_job_if_complete(job)
+
+
+def _stop_reason(job: Job, entry: JobConfiguration, crawler_reason: str) -> str:
+    """The crawler's reason in the model's words: which limit (the harvest's or the configuration's)."""
+    if crawler_reason not in _LIMIT_REASONS:
+        return StopReason(crawler_reason)
+    field, harvest_field, harvest_reason, config_reason = _LIMIT_REASONS[crawler_reason]
+    definition = job.harvest_definition
+    harvest_limit = getattr(definition, harvest_field, -1) if not definition.is_selective else -1
+    config_limit = getattr(entry.configuration, field)
+    if (
+        harvest_limit >= 0
+        and getattr(entry, field) == harvest_limit
+        and not 0 <= config_limit <= harvest_limit
+    ):
+        return harvest_reason
+    return config_reason
+
+
+def _end_entry(job: Job, entry: JobConfiguration, *, stop_reason: str) -> None:
+    entry.state = SiteState.ENDED
+    entry.stop_reason = stop_reason
+    entry.ended_at = timezone.now()
+    entry.current_url = ""
+    entry.save()
+    HarvestInfo.objects.update_or_create(
+        job=job,
+        configuration_id=entry.configuration_id,
+        defaults={
+            "domain_id": entry.domain_id,
+            "object_count": entry.urls_done,
+            "byte_count": entry.bytes_done,
+            "stop_reason": stop_reason,
+        },
+    )
+
+
+def _end_job_if_complete(job: Job) -> bool:
+    """End a started job whose sites have all ended (the caller holds the job's lock)."""
+    if job.status != JobStatus.STARTED or job.configurations.exclude(state=SiteState.ENDED).exists():
+        return False
+    from harvest.worker import write_job_metadata  # the WARC side; imported late (crawler package)
+
+    try:
+        write_job_metadata(job)
+    except OSError as error:
+        job_transition(
+            job=job, status=JobStatus.FAILED, error=_("The job's metadata could not be written: %s") % error
+        )
+        return True
+    broken = [
+        f"{entry.domain.name}: {entry.error}"
+        for entry in job.configurations.select_related("domain").filter(report__broken=True)
+    ]
+    if broken:
+        job_transition(
+            job=job,
+            status=JobStatus.FAILED,
+            error=_("%(count)d site crawl(s) failed in the crawler itself (not on the website):\n%(sites)s")
+            % {"count": len(broken), "sites": "\n".join(broken[:50])},
+        )
+    else:
+        job_transition(job=job, status=JobStatus.DONE)
+    return True
+
+
+@transaction.atomic
+def job_stop(*, job: Job, user=None) -> Job:
+    """Stop a submitted or running job: queued sites end at once, running ones within seconds."""
+    require(user, CHANGE, Job)
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    if job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
+        raise ValidationError(
+            _("Only a submitted or running job can be stopped; this one is %(status)s.")
+            % {"status": JobStatus(job.status).label.lower()},
+            code="not_running",
+        )
+    if job.stop_requested_at is not None:
+        return job
+    job.stop_requested_at = timezone.now()
+    save_as(job, user)
+    for entry in job.configurations.filter(state=SiteState.QUEUED).select_for_update():
+        _end_entry(job, entry, stop_reason=StopReason.OPERATOR)
+    if not job.configurations.filter(state=SiteState.RUNNING).exists():
+        if job.status == JobStatus.SUBMITTED:
+            job = job_transition(job=job, status=JobStatus.STARTED, user=user)
+        _end_job_if_complete(job)
+        job.refresh_from_db()
+    return job
+
+
+def jobs_fail_stalled(*, now=None) -> list[Job]:
+    """Fail the started jobs that have made no progress for HARVEST_STALL_SECONDS while their queue is dead.
+
+    A job whose sites merely wait behind other jobs on a busy queue is not stalled: it fails only when
+    no site crawl of its queue, of any job, has reported for that long either (the workers are gone).
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.HARVEST_STALL_SECONDS)
+    failed = []
+    for job_id in list(Job.objects.filter(status=JobStatus.STARTED).values_list("pk", flat=True)):
+        with transaction.atomic():
+            job = Job.objects.select_for_update().get(pk=job_id)
+            if job.status != JobStatus.STARTED:
+                continue
+            last = _last_activity(job)
+            if last >= cutoff:
+                continue
+            if JobConfiguration.objects.filter(job__queue=job.queue, progress_at__gte=cutoff).exists():
+                continue
+            minutes = settings.HARVEST_STALL_SECONDS // 60
+            for entry in job.configurations.exclude(state=SiteState.ENDED).select_for_update():
+                entry.error = _("Stopped by the watchdog: no progress for %(minutes)d minutes.") % {
+                    "minutes": minutes
+                }
+                _end_entry(job, entry, stop_reason=StopReason.FAILED)
+            job_transition(
+                job=job,
+                status=JobStatus.FAILED,
+                error=_(
+                    "No site of this job made progress for %(minutes)d minutes (last progress at %(last)s), "
+                    "and no crawl worker of the queue “%(queue)s” reported in that time: the workers are "
+                    "probably stopped or cut off from the database. Start a worker for this queue "
+                    "(see docs/harvesting.md), then resubmit the job; the WARC files written so far are kept."
+                )
+                % {
+                    "minutes": minutes,
+                    "last": timezone.localtime(last).strftime("%Y-%m-%d %H:%M:%S"),
+                    "queue": job.queue,
+                },
+            )
+            failed.append(job)
+    return failed
+
+
+def _last_activity(job: Job):
+    moments = [job.started_at]
+    for progress_at, ended_at in job.configurations.values_list("progress_at", "ended_at"):
+        moments += [progress_at, ended_at]
+    return max(moment for moment in moments if moment is not None)
+
+
+def warc_file_register(*, info, job_id: int | None):
+    """Record a closed WARC file (idempotent: a file is registered once, by name)."""
+    from storage.models import WarcFile
+
+    warc, _created = WarcFile.objects.update_or_create(
+        name=info.name,
+        defaults={
+            "path": str(info.path),
+            "size": info.size,
+            "sha256": info.sha256,
+            "records": info.records,
+            "job_id": job_id,
+            "created_at": info.created_at,
+            "closed_at": info.closed_at,
+            "recovered": info.recovered,
+        },
+    )
+    return warc

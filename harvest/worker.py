@@ -1,0 +1,280 @@
+"""What runs inside a crawl worker process: the shared crawl engine, the job's WARC writer and crawl log.
+
+One Celery task per site crawl (``harvest.crawl_site``) calls :func:`run_site_crawl`.
+The task's thread only hands the site to the process's :class:`~harvest.crawler.engine.CrawlEngine`
+and then, every HARVEST_PROGRESS_INTERVAL seconds, writes the site's progress to the database
+and looks for a stop request; the fetching is done by the engine's fetch threads, shared by
+all the sites of the process. Several sites of one job in one process share one WARC writer
+and one crawl log (each closed when the last of them ends).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from harvest.crawler import warc
+from harvest.crawler.crawllog import CrawlLog
+from harvest.crawler.engine import CrawlEngine
+from harvest.crawler.fetch import Fetcher
+from harvest.crawler.site import OPERATOR, SiteCrawl, SiteSettings
+from harvest.services.crawls import (
+    site_crawl_begin,
+    site_crawl_end,
+    site_crawl_progress,
+    warc_file_register,
+)
+from harvest.validators import trap_list
+from webarchive.netguard import AddressPolicy
+
+logger = logging.getLogger(__name__)
+
+_WARC_NAME = re.compile(r"^.+-(?P<job>\d+)-\d{14}-\d{5}-.+\.warc\.gz$")
+
+_engine: CrawlEngine | None = None
+_engine_lock = threading.Lock()
+_jobs: dict[int, _JobFiles] = {}
+_jobs_lock = threading.Lock()
+
+
+def engine() -> CrawlEngine:
+    """This process's crawl engine, started on first use."""
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            _engine = CrawlEngine(threads=settings.HARVEST_CRAWL_THREADS, name="crawl")
+        return _engine
+
+
+def worker_host() -> str:
+    """This machine's name as it goes into WARC file names (no dashes or dots to confuse a parser)."""
+    return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname().split(".")[0]) or "worker"
+
+
+def address_policy() -> AddressPolicy:
+    return AddressPolicy(allow_private=settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES)
+
+
+def fetcher(digest_algorithm: str = "sha256") -> Fetcher:
+    return Fetcher(
+        user_agent=settings.HARVEST_USER_AGENT,
+        address_check=address_policy().refusal,
+        connect_timeout=settings.HARVEST_CONNECT_TIMEOUT,
+        read_timeout=settings.HARVEST_READ_TIMEOUT,
+        max_response_bytes=settings.HARVEST_MAX_RESPONSE_BYTES,
+        max_fetch_seconds=settings.HARVEST_MAX_FETCH_SECONDS,
+        digest_algorithm=digest_algorithm,
+    )
+
+
+def warcinfo(description: str) -> dict[str, str]:
+    return {
+        "software": "webarchive harvest crawler (harvest/crawler)",
+        "hostname": socket.gethostname(),
+        "http-header-user-agent": settings.HARVEST_USER_AGENT,
+        "operator": settings.HARVEST_CONTACT_URL,
+        "description": description,
+        "format": "WARC File Format 1.1",
+        "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+    }
+
+
+def crawl_log_path(job_id: int) -> Path:
+    return Path(settings.HARVEST_SPOOL_DIR) / "jobs" / str(job_id) / "crawl.log"
+
+
+@dataclass
+class _JobFiles:
+    """The WARC writer and crawl log of one job in this process, and the sites using them."""
+
+    job_id: int
+    writer: warc.WarcWriter
+    crawl_log: CrawlLog
+    users: int = 0
+    closed: list = field(default_factory=list)  # WarcFileInfo of files closed, not registered yet
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def file_closed(self, info) -> None:  # called from fetch threads when a file rolls
+        with self.lock:
+            self.closed.append(info)
+
+    def register_closed(self) -> None:
+        with self.lock:
+            infos, self.closed = self.closed, []
+        for info in infos:
+            warc_file_register(info=info, job_id=self.job_id)
+
+
+def _acquire(job) -> _JobFiles:
+    with _jobs_lock:
+        files = _jobs.get(job.pk)
+        if files is None:
+            holder: list[_JobFiles] = []
+            writer = warc.WarcWriter(
+                directory=settings.HARVEST_WARC_DIR,
+                prefix=settings.HARVEST_WARC_PREFIX,
+                job_id=job.pk,
+                host=worker_host(),
+                max_size=settings.HARVEST_WARC_MAX_SIZE,
+                warcinfo=warcinfo(f"{job.harvest_definition.name}, run {job.run_number}, job {job.pk}"),
+                on_file_closed=lambda info: holder[0].file_closed(info),
+            )
+            files = _JobFiles(job.pk, writer, CrawlLog(crawl_log_path(job.pk)))
+            holder.append(files)
+            _jobs[job.pk] = files
+        files.users += 1
+        return files
+
+
+def _release(files: _JobFiles) -> None:
+    with _jobs_lock:
+        files.users -= 1
+        last = files.users == 0
+        if last:
+            del _jobs[files.job_id]
+    if last:
+        files.writer.close()
+        files.crawl_log.close()
+    files.register_closed()
+
+
+def recover_warc_files() -> int:
+    """Close and register the WARC files left open by a killed worker (a torn last record is cut off)."""
+    directory = Path(settings.HARVEST_WARC_DIR)
+    if not directory.is_dir():
+        return 0
+    recovered = warc.recover_open_files(directory, log=logger.warning)
+    for info in recovered:
+        match = _WARC_NAME.match(info.name)
+        warc_file_register(info=info, job_id=int(match["job"]) if match else None)
+    return len(recovered)
+
+
+def site_settings(entry, job) -> SiteSettings:
+    """What the crawler is told for one JobConfiguration: the job's frozen template, the entry's limits."""
+    template = job.template_settings or {}
+    deadline = None
+    if job.max_seconds and job.started_at:
+        deadline = job.started_at.timestamp() + job.max_seconds
+    return SiteSettings(
+        seeds=entry.seed_urls,
+        domain=entry.domain.name,
+        depth_policy=template.get("depth_policy", "host"),
+        clicks=template.get("clicks", 1),
+        max_hops=template.get("max_hops", 20),
+        accept_rules=list(template.get("accept_rules", [])),
+        reject_rules=list(template.get("reject_rules", [])),
+        crawler_traps=list(job.crawler_traps or []) + trap_list(entry.crawler_traps),
+        obey_robots=template.get("obey_robots", True),
+        min_delay=template.get("min_delay", 1.0),
+        max_delay=template.get("max_delay", 30.0),
+        delay_factor=template.get("delay_factor", 5.0),
+        max_request_rate=entry.max_request_rate,
+        extract_javascript=template.get("extract_javascript", True),
+        extract_sitemaps=template.get("extract_sitemaps", True),
+        extract_forms=template.get("extract_forms", False),
+        max_objects=entry.max_objects,
+        max_bytes=entry.max_bytes,
+        deadline=deadline,
+        max_path_repeats=settings.HARVEST_TRAP_PATH_REPEATS,
+        max_per_directory=settings.HARVEST_TRAP_PER_DIRECTORY,
+        max_per_script=settings.HARVEST_TRAP_PER_SCRIPT,
+    )
+
+
+def run_site_crawl(entry_id: int) -> str:
+    """Crawl one domain configuration of a job to its end; returns what happened, for the task's log."""
+    recover_warc_files()
+    entry = site_crawl_begin(entry_id=entry_id, worker=f"{socket.gethostname()}:{threading.get_native_id()}")
+    if entry is None:
+        return "nothing to do"
+    job = entry.job
+    template = job.template_settings or {}
+    files = _acquire(job)
+    crawl = SiteCrawl(
+        site_settings(entry, job),
+        session=fetcher(template.get("digest_algorithm", "sha256")).session(),
+        writer=files.writer,
+        crawl_log=files.crawl_log,
+    )
+    try:
+        handle = engine().submit(crawl)
+        while not handle.wait(settings.HARVEST_PROGRESS_INTERVAL):
+            if site_crawl_progress(entry_id=entry_id, job_id=job.pk, progress=crawl.progress()):
+                handle.stop(OPERATOR)
+            files.register_closed()
+    finally:
+        _release(files)
+    site_crawl_end(
+        entry_id=entry_id,
+        stop_reason=crawl.stop_reason,
+        progress=crawl.progress(),
+        report=crawl.report(),
+        external_links=dict(crawl.external_links),
+        broken=crawl.broken,
+    )
+    close_old_connections()
+    return f"{crawl.site}: {crawl.stop_reason}, {crawl.urls_done} URLs, {crawl.bytes} bytes"
+
+
+def write_job_metadata(job) -> None:
+    """At the end of a job: its crawl log, per-domain report and external links as WARC metadata records."""
+    recover_warc_files()
+    holder: list = []
+    writer = warc.WarcWriter(
+        directory=settings.HARVEST_WARC_DIR,
+        prefix=settings.HARVEST_WARC_PREFIX,
+        job_id=job.pk,
+        host=worker_host(),
+        max_size=settings.HARVEST_WARC_MAX_SIZE,
+        warcinfo=warcinfo(f"{job.harvest_definition.name}, run {job.run_number}, job {job.pk}: metadata"),
+        on_file_closed=holder.append,
+    )
+    base = f"metadata://webarchive/job/{job.pk}"
+    entries = job.configurations.select_related("domain").order_by("pk")
+    with writer:
+        log_path = crawl_log_path(job.pk)
+        if log_path.exists():
+            with log_path.open("rb") as log:
+                writer.write_metadata(target_uri=f"{base}/crawl.log", content_type="text/plain", payload=log)
+        report = [
+            {
+                "domain": entry.domain.name,
+                "configuration": entry.configuration_id,
+                "state": entry.state,
+                "stop_reason": entry.stop_reason,
+                "attempts": entry.attempts,
+                **(entry.report or {}),
+            }
+            for entry in entries.iterator(chunk_size=2000)
+        ]
+        writer.write_metadata(
+            target_uri=f"{base}/domain-report.json",
+            content_type="application/json",
+            payload=json.dumps(report, indent=1, sort_keys=True).encode(),
+        )
+        lines = [
+            f"{link.count} {link.url} {link.entry.domain.name}\n"
+            for link in _external_links(job).iterator(chunk_size=2000)
+        ]
+        writer.write_metadata(
+            target_uri=f"{base}/external-links.txt",
+            content_type="text/plain",
+            payload="".join(lines).encode(),
+        )
+    for info in holder:
+        warc_file_register(info=info, job_id=job.pk)
+
+
+def _external_links(job):
+    from harvest.models import ExternalLink
+
+    return ExternalLink.objects.filter(entry__job=job).select_related("entry__domain").order_by("-count", "url")

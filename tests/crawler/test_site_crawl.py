@@ -1,0 +1,285 @@
+"""Site crawls against the test website: scope, order, traps, politeness, stop reasons, WARC output.
+
+Everything here goes through the crawler's public surface (SiteCrawl, the engine, the
+crawl log and the WARC files it writes) against the synthetic website on 127.0.0.1,
+whose ground truth says what a crawl must capture.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from harvest.crawler import warc
+from harvest.crawler.crawllog import CrawlLog
+from harvest.crawler.engine import CrawlEngine, run_sites
+from harvest.crawler.fetch import Fetcher
+from harvest.crawler.site import (
+    BYTE_LIMIT,
+    COMPLETED,
+    FAILED,
+    OBJECT_LIMIT,
+    OPERATOR,
+    TIME_LIMIT,
+    SiteCrawl,
+    SiteSettings,
+)
+from webarchive.netguard import AddressPolicy
+from webarchive.testsite import TestSite
+
+WARCIO = Path(sys.executable).with_name("warcio")
+ALLOW_LOOPBACK = AddressPolicy(allow_private=True).refusal
+
+
+@pytest.fixture(scope="module")
+def site():
+    with TestSite(port=0, seed=7, pages=60, hosts=3, large_file_bytes=300_000, slow_seconds=0.05) as site:
+        yield site
+
+
+class Crawl:
+    """One crawl's outputs: the crawl log lines, the WARC records, the SiteCrawl itself."""
+
+    def __init__(self, crawl: SiteCrawl, directory: Path, files: list):
+        self.crawl = crawl
+        self.directory = directory
+        self.files = files
+        log = directory / "crawl.log"
+        self.lines = [line.split(" ") for line in log.read_text().splitlines()] if log.exists() else []
+
+    @property
+    def fetched(self) -> list[str]:
+        """URLs with a response, in the order they were fetched."""
+        return [fields[3] for fields in self.lines if int(fields[1]) > 0]
+
+    def line(self, url: str) -> list[str]:
+        return next(fields for fields in self.lines if fields[3] == url)
+
+    def responses(self) -> dict[str, dict]:
+        found = {}
+        for info in self.files:
+            with open(info.path, "rb") as stream:
+                for record in ArchiveIterator(stream):
+                    if record.rec_type == "response":
+                        found[record.rec_headers.get_header("WARC-Target-URI")] = {
+                            "digest": record.rec_headers.get_header("WARC-Payload-Digest"),
+                            "body": record.content_stream().read(),
+                            "status": int(record.http_headers.get_statuscode()),
+                        }
+        return found
+
+
+def crawl(directory: Path, seeds: list[str], *, policy=ALLOW_LOOPBACK, threads=2, **options) -> Crawl:
+    """Crawl ``seeds`` as one site, no politeness delay unless asked, into ``directory``."""
+    options = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0, **options}
+    files: list = []
+    writer = warc.WarcWriter(
+        directory=directory,
+        prefix="test",
+        job_id=1,
+        host="tests",
+        warcinfo={"software": "tests"},
+        on_file_closed=files.append,
+    )
+    session = Fetcher(user_agent="webarchive-test/1 (+http://127.0.0.1/)", address_check=policy).session()
+    with CrawlLog(directory / "crawl.log") as log:
+        site_crawl = SiteCrawl(SiteSettings(seeds=seeds, **options), session=session, writer=writer, crawl_log=log)
+        run_sites([site_crawl], threads=threads)
+        writer.close()
+    return Crawl(site_crawl, directory, files)
+
+
+def test_host_crawl_captures_the_ground_truth_and_keeps_to_its_scope(site, tmp_path):
+    result = crawl(tmp_path, [site.url("/site/")], depth_policy="host")
+    fetched = set(result.fetched)
+    missing = site.ground_truth(policy="host") - fetched
+    assert not missing, sorted(missing)[:20]
+    assert result.crawl.stop_reason == COMPLETED
+    # robots.txt obeyed: nothing under the disallowed directory; the external site's pages not crawled.
+    assert not [url for url in fetched if "/site/private/" in url]
+    assert not [url for url in fetched if url.startswith(site.host_url(2)) and not url.endswith("/robots.txt")]
+    # ...but reported as external links, with counts.
+    assert any(url.startswith(site.host_url(2)) for url in result.crawl.external_links)
+    # requisites on the CDN are fetched although the CDN is outside the host scope.
+    assert any(url.startswith(site.host_url(1)) for url in fetched)
+    # session ids were stripped before queueing: no URL carries one.
+    assert not [url for url in fetched if "sid=" in url or "jsessionid" in url.lower()]
+
+
+def test_components_are_fetched_right_after_the_page_that_needs_them(site, tmp_path):
+    result = crawl(tmp_path, [site.url("/site/")])
+    position = {fields[3]: index for index, fields in enumerate(result.lines)}
+    checked = 0
+    for index, fields in enumerate(result.lines):
+        hop_path, via = fields[4], fields[5]
+        if not hop_path.endswith("E") or via not in position:
+            continue
+        between = result.lines[position[via] + 1 : index]
+        # Only components (of that page or of its components), redirects and prerequisites in between.
+        assert all(other[4][-1:] in "EPRX" for other in between), (fields[3], [o[3] for o in between])
+        checked += 1
+    assert checked > 20
+
+
+def test_robots_txt_can_be_ignored(site, tmp_path):
+    result = crawl(tmp_path, [site.url("/site/")], obey_robots=False)
+    assert [url for url in result.fetched if "/site/private/" in url]
+    assert not site.ground_truth(policy="host", obey_robots=False) - set(result.fetched)
+
+
+@pytest.mark.parametrize("policy", ["page", "path"])
+def test_narrow_policies_capture_their_ground_truth_and_not_more_pages(site, tmp_path, policy):
+    start = "/site/" if policy == "page" else "/site/news/"
+    result = crawl(tmp_path, [site.url(start)], depth_policy=policy)
+    truth = site.ground_truth(policy=policy, start=start)
+    fetched = set(result.fetched)
+    assert not truth - fetched, sorted(truth - fetched)[:20]
+    pages = {fields[3] for fields in result.lines if fields[4][-1:] in ("L", "M") and int(fields[1]) == 200}
+    if policy == "page":
+        assert not pages  # nothing reached by a link is followed
+    wider = site.ground_truth(policy="host")
+    assert len(fetched & wider) < len(wider)
+
+
+def test_clicks_policy_counts_link_hops(site, tmp_path):
+    result = crawl(tmp_path, [site.url("/site/")], depth_policy="clicks", clicks=1)
+    truth = site.ground_truth(policy="clicks", clicks=1)
+    assert not truth - set(result.fetched)
+    for fields in result.lines:
+        assert fields[4].count("L") <= 1, fields
+
+
+def test_the_infinite_calendar_is_capped(site, tmp_path):
+    # With hops unlimited, only the calendar trap rule stops the walk through the months.
+    result = crawl(tmp_path, [site.url("/site/")], max_hops=1000)
+    calendar = [url for url in result.fetched if "/calendar/" in url]
+    assert calendar  # the months near today are there
+    years = {int(part) for url in calendar for part in url.split("/") if part.isdigit() and len(part) == 4}
+    this_year = datetime.now().year
+    assert min(years) == this_year - 5 and max(years) == this_year + 2
+    assert result.crawl.trapped > 0
+
+
+def test_accept_and_reject_rules(site, tmp_path):
+    result = crawl(tmp_path, [site.url("/site/")], reject_rules=[r"/site/s1/"], crawler_traps=[r"large"])
+    assert not [url for url in result.fetched if "/site/s1/" in url or "large" in url]
+    assert result.crawl.stop_reason == COMPLETED
+
+
+def test_limits_end_the_crawl_with_their_stop_reason(site, tmp_path):
+    by_objects = crawl(tmp_path / "objects", [site.url("/site/")], max_objects=15)
+    assert by_objects.crawl.stop_reason == OBJECT_LIMIT
+    assert by_objects.crawl.urls_done == 15 == len(by_objects.fetched)
+
+    by_bytes = crawl(tmp_path / "bytes", [site.url("/site/")], max_bytes=20_000)
+    assert by_bytes.crawl.stop_reason == BYTE_LIMIT
+    assert by_bytes.crawl.bytes >= 20_000
+
+    by_time = crawl(tmp_path / "time", [site.url("/site/")], deadline=time.time() - 1)
+    assert by_time.crawl.stop_reason == TIME_LIMIT
+    assert by_time.fetched == []
+
+
+def test_an_operator_stop_ends_a_site_waiting_out_a_long_delay(site, tmp_path):
+    files: list = []
+    writer = warc.WarcWriter(
+        directory=tmp_path, prefix="t", job_id=2, host="tests", warcinfo={}, on_file_closed=files.append
+    )
+    session = Fetcher(user_agent="t/1", address_check=ALLOW_LOOPBACK).session()
+    settings = SiteSettings(seeds=[site.url("/site/")], min_delay=60, max_delay=60)
+    site_crawl = SiteCrawl(settings, session=session, writer=writer)
+    engine = CrawlEngine(threads=1)
+    handle = engine.submit(site_crawl)
+    deadline = time.monotonic() + 10
+    while site_crawl.urls_done < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not handle.wait(0.2)  # waiting out its 60 s delay
+    handle.stop(OPERATOR)
+    assert handle.wait(10)
+    engine.shutdown()
+    writer.close()
+    assert site_crawl.stop_reason == OPERATOR
+    assert 1 <= site_crawl.urls_done < 5
+    check = subprocess.run([str(WARCIO), "check", str(files[0].path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_politeness_delay_spaces_the_requests_of_a_site(site, tmp_path):
+    result = crawl(tmp_path, [site.url("/site/")], min_delay=0.2, max_delay=0.2, max_objects=6)
+    starts = [datetime.fromisoformat(fields[0].replace("Z", "+00:00")) for fields in result.lines]
+    gaps = [(later - earlier).total_seconds() for earlier, later in zip(starts, starts[1:], strict=False)]
+    assert len(gaps) >= 5
+    assert min(gaps) >= 0.19  # a lower bound the crawler guarantees, not a speed
+
+
+def test_many_polite_sites_share_few_fetch_threads(tmp_path):
+    sites = [TestSite(port=0, seed=index, pages=8, hosts=1) for index in range(6)]
+    for one in sites:
+        one.start()
+    try:
+        writer = warc.WarcWriter(directory=tmp_path, prefix="t", job_id=3, host="tests", warcinfo={})
+        fetcher = Fetcher(user_agent="t/1", address_check=ALLOW_LOOPBACK)
+        crawls = [
+            SiteCrawl(
+                SiteSettings(seeds=[one.url("/site/")], min_delay=0.05, max_delay=0.05, reject_rules=["calendar"]),
+                session=fetcher.session(),
+                writer=writer,
+            )
+            for one in sites
+        ]
+        engine = CrawlEngine(threads=2, name="probe")
+        handles = [engine.submit(one) for one in crawls]
+        # All six are under way at once on two threads: each has fetched before any has ended.
+        deadline = time.monotonic() + 30
+        while not all(one.urls_done for one in crawls) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert all(one.urls_done for one in crawls)
+        assert not any(handle.done for handle in handles)
+        assert len([t for t in threading.enumerate() if t.name.startswith("probe-")]) == 2
+        for handle in handles:
+            assert handle.wait(60)
+        engine.shutdown()
+        writer.close()
+        assert all(one.stop_reason == COMPLETED for one in crawls)
+    finally:
+        for one in sites:
+            one.stop()
+
+
+def test_warc_records_match_what_was_served_and_pass_warcio_check(site, tmp_path):
+    result = crawl(tmp_path, [site.url("/site/")], max_objects=80)
+    for info in result.files:
+        check = subprocess.run([str(WARCIO), "check", str(info.path)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+    responses = result.responses()
+    for fields in result.lines:
+        if int(fields[1]) > 0:
+            assert fields[3] in responses
+            assert responses[fields[3]]["digest"] == fields[8]
+            assert responses[fields[3]]["status"] == int(fields[1])
+
+
+def test_the_address_guard_refuses_the_seed_and_the_site_fails_saying_why(site, tmp_path):
+    before = len(site.requests)
+    result = crawl(tmp_path, [site.url("/site/")], policy=AddressPolicy().refusal)
+    assert result.crawl.stop_reason == FAILED
+    assert result.crawl.urls_done == 0
+    assert "seed" in result.crawl.error.lower()
+    assert all(int(fields[1]) < 0 for fields in result.lines)
+    assert len(site.requests) == before  # not a single request reached the site
+
+
+def test_a_seed_that_redirects_makes_its_target_a_seed(site, tmp_path):
+    seed = site.url("/site/redirect/301/3")
+    result = crawl(tmp_path, [seed], depth_policy="page")
+    lines = {fields[3]: fields for fields in result.lines}
+    assert lines[seed][1] in ("301", "302")
+    targets = [fields for fields in result.lines if fields[4] == "R" and fields[5] == seed]
+    assert targets and int(targets[0][1]) > 0

@@ -1,0 +1,216 @@
+"""Site crawls of a job run in this process (the task's function, no broker): the database side.
+
+What a crawl leaves in the database — the job's status, HarvestInfo, progress, the WARC
+files, the crawl log, the external links — and the stop, the watchdog and the dispatch.
+The same with a real worker and broker is in test_crawl_worker.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+from warcio.archiveiterator import ArchiveIterator
+
+from harvest.choices import JobStatus, SiteState, StopReason
+from harvest.crawler.crawllog import search
+from harvest.models import ExternalLink, HarvestInfo
+from harvest.services.crawls import (
+    job_dispatch,
+    job_stop,
+    jobs_fail_stalled,
+    site_crawl_begin,
+)
+from harvest.services.jobs import job_resubmit
+from harvest.worker import crawl_log_path, run_site_crawl
+from storage.models import WarcFile
+from tests.harvest.crawljobs import testsite_job
+from webarchive.permissions import Role
+from webarchive.testsite import TestSite
+
+WARCIO = Path(sys.executable).with_name("warcio")
+
+
+@pytest.fixture(scope="module")
+def site():
+    with TestSite(port=0, seed=3, pages=30, hosts=3, large_file_bytes=100_000, slow_seconds=0.01) as site:
+        yield site
+
+
+@pytest.fixture(autouse=True)
+def _crawl_dirs(settings, tmp_path):
+    settings.HARVEST_WARC_DIR = tmp_path / "warcs"
+    settings.HARVEST_SPOOL_DIR = tmp_path / "spool"
+    settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES = True
+    settings.HARVEST_PROGRESS_INTERVAL = 0.2
+
+
+def records(paths) -> list:
+    found = []
+    for path in paths:
+        with open(path, "rb") as stream:
+            for record in ArchiveIterator(stream):
+                found.append(
+                    (
+                        record.rec_type,
+                        record.rec_headers.get_header("WARC-Target-URI"),
+                        record.content_stream().read() if record.rec_type == "metadata" else b"",
+                    )
+                )
+    return found
+
+
+@pytest.mark.django_db
+def test_a_job_crawls_its_sites_and_records_what_they_yielded(site):
+    job = testsite_job([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
+    entries = list(job.configurations.order_by("pk"))
+    for entry in entries:
+        run_site_crawl(entry.pk)
+
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.errors
+    assert job.started_at and job.ended_at
+    for entry in entries:
+        entry.refresh_from_db()
+        info = HarvestInfo.objects.get(job=job, configuration=entry.configuration)
+        assert entry.state == SiteState.ENDED and entry.attempts == 1
+        assert info.stop_reason == StopReason.COMPLETED
+        assert info.object_count == entry.urls_done > 0
+        assert info.byte_count == entry.bytes_done > 0
+        lines = list(search(crawl_log_path(job.pk), site=entry.domain.name, limit=100_000))
+        assert info.object_count == sum(1 for line in lines if int(line.split(" ")[1]) > 0)
+
+    files = list(WarcFile.objects.filter(job=job))
+    assert files and all(Path(f.path).exists() for f in files)
+    for warc_file in files:
+        check = subprocess.run([str(WARCIO), "check", warc_file.path], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+    found = records(f.path for f in files)
+    captured = {uri for kind, uri, _ in found if kind == "response"}
+    assert not site.ground_truth(policy="host") - captured
+    metadata = {uri.rsplit("/", 1)[-1]: body for kind, uri, body in found if kind == "metadata"}
+    assert set(metadata) == {"crawl.log", "domain-report.json", "external-links.txt"}
+    assert site.url("/site/").encode() in metadata["crawl.log"]
+    assert b'"stop_reason": "completed"' in metadata["domain-report.json"]
+    # The 127.0.0.1 site links to the external host: kept with counts, per site.
+    external = ExternalLink.objects.filter(entry__job=job, entry__domain__name="127.0.0.1")
+    assert external.exists() and all(link.count >= 1 for link in external)
+    assert all(link.url.startswith(site.host_url(2)) for link in external)
+
+
+@pytest.mark.django_db
+def test_a_site_crawl_delivered_again_after_it_ended_does_nothing(site):
+    job = testsite_job([("127.0.0.1", site.url("/site/s0/"))], depth_policy="page")
+    entry = job.configurations.get()
+    run_site_crawl(entry.pk)
+    first = HarvestInfo.objects.get(job=job)
+    assert run_site_crawl(entry.pk) == "nothing to do"
+    entry.refresh_from_db()
+    assert entry.attempts == 1 and HarvestInfo.objects.get(job=job).object_count == first.object_count
+
+
+@pytest.mark.django_db
+def test_limits_give_the_configuration_stop_reason(site):
+    job = testsite_job([("127.0.0.1", site.url("/site/"))])
+    entry = job.configurations.get()
+    entry.max_objects = 5
+    entry.save()
+    run_site_crawl(entry.pk)
+    info = HarvestInfo.objects.get(job=job)
+    assert (info.stop_reason, info.object_count) == (StopReason.CONFIG_OBJECT_LIMIT, 5)
+
+
+@pytest.mark.django_db
+def test_stopping_a_submitted_job_ends_its_sites_as_operator_and_the_job(site, user_with_role):
+    job = testsite_job([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
+    with pytest.raises(Exception):  # a curator may look, not stop
+        job_stop(job=job, user=user_with_role(Role.CURATOR))
+    job = job_stop(job=job, user=user_with_role(Role.ENGINEER))
+    assert job.status == JobStatus.DONE and job.stop_requested_at
+    assert set(HarvestInfo.objects.filter(job=job).values_list("stop_reason", flat=True)) == {StopReason.OPERATOR}
+    # A site task arriving later finds nothing to do.
+    assert run_site_crawl(job.configurations.first().pk) == "nothing to do"
+    with pytest.raises(ValidationError, match="Only a submitted or running job can be stopped"):
+        job_stop(job=job, user=user_with_role(Role.ENGINEER))
+
+
+@pytest.mark.django_db
+def test_a_stop_request_reaches_a_running_site(site):
+    job = testsite_job([("127.0.0.1", site.url("/site/"))], min_delay=0.3, max_delay=0.3)
+    entry = job.configurations.get()
+    # The stop arrives while the site runs: job_stop is called from the first progress write.
+    from harvest.services import crawls
+
+    real_progress = crawls.site_crawl_progress
+    calls = []
+
+    def progress_then_stop(**kwargs):
+        calls.append(kwargs["progress"].urls_done)
+        if len(calls) == 2:
+            job_stop(job=job)
+        return real_progress(**kwargs)
+
+    crawls_module_progress = "harvest.worker.site_crawl_progress"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(crawls_module_progress, progress_then_stop)
+        run_site_crawl(entry.pk)
+    entry.refresh_from_db()
+    job.refresh_from_db()
+    assert entry.stop_reason == StopReason.OPERATOR
+    assert job.status == JobStatus.DONE
+    assert 0 < entry.urls_done < len(site.ground_truth(policy="host"))
+    assert entry.progress_at is not None
+
+
+@pytest.mark.django_db
+def test_the_watchdog_fails_a_job_whose_queue_is_dead_and_the_job_can_be_resubmitted(site, settings):
+    settings.HARVEST_STALL_SECONDS = 600
+    job = testsite_job([("127.0.0.1", site.url("/site/"))])
+    entry = job.configurations.get()
+    site_crawl_begin(entry_id=entry.pk, worker="gone")  # started, then its worker vanished
+    assert jobs_fail_stalled() == []  # not yet
+    failed = jobs_fail_stalled(now=timezone.now() + timedelta(seconds=601))
+    assert [j.pk for j in failed] == [job.pk]
+    job.refresh_from_db()
+    assert job.status == JobStatus.FAILED
+    assert "No site of this job made progress for 10 minutes" in job.errors
+    assert "crawl-high" in job.errors
+    assert HarvestInfo.objects.get(job=job).stop_reason == StopReason.FAILED
+
+    original = job_resubmit(job=job)
+    copy = original.resubmitted_as
+    assert copy.status == JobStatus.SUBMITTED
+    run_site_crawl(copy.configurations.get().pk)
+    copy.refresh_from_db()
+    assert copy.status == JobStatus.DONE
+
+
+@pytest.mark.django_db
+def test_a_job_is_dispatched_once(site, monkeypatch):
+    sent = []
+    monkeypatch.setattr("harvest.services.crawls.send_site_crawls", lambda ids, queue: sent.append((ids, queue)))
+    job = testsite_job([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
+    assert job_dispatch(job_id=job.pk) == 2
+    assert job_dispatch(job_id=job.pk) == 0
+    job.refresh_from_db()
+    assert job.dispatched_at is not None
+
+
+@pytest.mark.django_db
+def test_crawl_log_search_by_site_and_pattern(site):
+    job = testsite_job([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
+    for entry in job.configurations.all():
+        run_site_crawl(entry.pk)
+    path = crawl_log_path(job.pk)
+    external = list(search(path, site="127.0.0.3"))
+    assert external and all(line.split(" ")[9] == "127.0.0.3" for line in external)
+    css = list(search(path, pattern=r"\.css "))
+    assert css and all(".css " in line for line in css)
+    assert len(list(search(path, limit=3))) == 3
+    with pytest.raises(Exception):
+        list(search(path, pattern="("))
