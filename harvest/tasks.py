@@ -33,12 +33,14 @@ def dispatch_submitted_task() -> int:
     autoretry_for=(OperationalError,),
     retry_backoff=10,
     max_retries=5,
+    bind=True,
 )
-def crawl_site(entry_id: int) -> str:
+def crawl_site(self, entry_id: int) -> str:
     """Crawl one domain configuration of a job (a JobConfiguration) to its end."""
     from harvest.worker import run_site_crawl  # the crawler is loaded by crawl workers only
 
-    return run_site_crawl(entry_id)
+    redelivered = bool((self.request.delivery_info or {}).get("redelivered"))
+    return run_site_crawl(entry_id, redelivered=redelivered)
 
 
 @shared_task(name="harvest.fail_stalled", ignore_result=True, time_limit=600)

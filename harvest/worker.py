@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import close_old_connections
 
 from harvest.crawler import warc
 from harvest.crawler.crawllog import CrawlLog
@@ -190,10 +189,11 @@ def site_settings(entry, job) -> SiteSettings:
     )
 
 
-def run_site_crawl(entry_id: int) -> str:
+def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
     """Crawl one domain configuration of a job to its end; returns what happened, for the task's log."""
     recover_warc_files()
-    entry = site_crawl_begin(entry_id=entry_id, worker=f"{socket.gethostname()}:{threading.get_native_id()}")
+    worker = f"{socket.gethostname()}:{threading.get_native_id()}"
+    entry = site_crawl_begin(entry_id=entry_id, worker=worker, redelivered=redelivered)
     if entry is None:
         return "nothing to do"
     job = entry.job
@@ -221,7 +221,6 @@ def run_site_crawl(entry_id: int) -> str:
         external_links=dict(crawl.external_links),
         broken=crawl.broken,
     )
-    close_old_connections()
     return f"{crawl.site}: {crawl.stop_reason}, {crawl.urls_done} URLs, {crawl.bytes} bytes"
 
 
@@ -277,4 +276,6 @@ def write_job_metadata(job) -> None:
 def _external_links(job):
     from harvest.models import ExternalLink
 
-    return ExternalLink.objects.filter(entry__job=job).select_related("entry__domain").order_by("-count", "url")
+    return (
+        ExternalLink.objects.filter(entry__job=job).select_related("entry__domain").order_by("-count", "url")
+    )

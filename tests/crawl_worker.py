@@ -9,6 +9,7 @@ with another process).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import socket
@@ -25,6 +26,12 @@ from tests.components import require_component
 
 BROKER_URL = os.environ.get("WEBARCHIVE_TEST_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//")
 QUEUES = "default,crawl-high,crawl-low"
+
+
+def _die_with_parent() -> None:
+    """In the worker, before exec: the kernel kills it if the test process dies (no orphan workers)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def broker_reachable() -> bool:
@@ -67,7 +74,12 @@ class CrawlWorker:
         ]  # fmt: skip
         self._log = self.log_path.open("w")
         self.process = subprocess.Popen(
-            command, env=self.environment, stdout=self._log, stderr=subprocess.STDOUT, cwd=Path.cwd()
+            command,
+            env=self.environment,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            cwd=Path.cwd(),
+            preexec_fn=_die_with_parent,
         )
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -127,18 +139,27 @@ def crawl_worker(transactional_db, settings, tmp_path):
     }
     saved = (app.conf.broker_url, app.conf.broker_transport_options)
     app.conf.broker_url, app.conf.broker_transport_options = BROKER_URL, {}
-    app._pool = None  # the connection pool is made from broker_url on first use
+    _reset_pools(app)
     with app.connection_for_write() as conn:
-        for queue in QUEUES.split(","):  # messages a previous run left behind
-            conn.default_channel.queue_declare(queue=queue, durable=True)
-            conn.default_channel.queue_purge(queue)
+        for queue in QUEUES.split(
+            ","
+        ):  # and the messages a previous run left behind (the worker declares them)
+            conn.default_channel.queue_delete(queue)
     worker = CrawlWorker(environment, tmp_path)
     yield worker
     worker.stop()
     app.conf.broker_url, app.conf.broker_transport_options = saved
-    if app._pool is not None:
-        app._pool.force_close_all()
+    _reset_pools(app)
+
+
+def _reset_pools(app) -> None:
+    """Forget the broker connection pools: they are made again from broker_url on next use.
+
+    (Not closed: kombu keeps one producer pool per broker URL for the whole process, which
+    would then refuse to work the next time a test sends to this broker.)
+    """
     app._pool = None
+    app.amqp._producer_pool = None
 
 
 def wait_for(condition, *, timeout: float = 60, interval: float = 0.2, message: str = ""):

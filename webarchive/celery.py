@@ -11,5 +11,7 @@ app = Celery("webarchive")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Selective crawls go before broad ones: each has its own queue, so workers
 # can be dedicated to a channel (``celery worker -Q crawl-high``).
-app.conf.task_queues = [Queue("default"), Queue("crawl-high"), Queue("crawl-low")]
+# Each queue has its own routing key: with the default one they would all share the key
+# "default", and the direct exchange would copy every task into all three.
+app.conf.task_queues = [Queue(name, routing_key=name) for name in ("default", "crawl-high", "crawl-low")]
 app.autodiscover_tasks()

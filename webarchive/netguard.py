@@ -82,6 +82,7 @@ def _(message: str) -> str:
         pass
     return message
 
+
 Resolver = Callable[[str, int], list[str]]
 
 # Instance metadata and similar host-only services of cloud platforms: reaching

@@ -28,6 +28,7 @@ import socket
 import ssl
 import tempfile
 import time
+import warnings
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from typing import BinaryIO
 import requests
 from urllib3.exceptions import (
     ConnectTimeoutError,
+    InsecureRequestWarning,
     LocationParseError,
     NewConnectionError,
     ProtocolError,
@@ -62,11 +64,6 @@ HOSTS_KEPT = 10  # hosts of one site crawl whose connection is kept alive
 HTTP_VERSIONS = {9: "HTTP/0.9", 10: "HTTP/1.0", 11: "HTTP/1.1", 20: "HTTP/2"}
 # What asking can raise for reasons of the network, the server or the URL (ValueError: unparsable URLs).
 _REQUEST_ERRORS = (requests.RequestException, AddressRefused, OSError, ValueError, http.client.HTTPException)
-
-
-def payload_digest(data: bytes, algorithm: str = "sha256") -> str:
-    """The WARC digest string (``sha256:BASE32…``) of ``data``."""
-    return format_digest(hashlib.new(algorithm, data), algorithm)
 
 
 def format_digest(digester, algorithm: str) -> str:
@@ -194,7 +191,8 @@ class Fetcher:
 
     ``address_check(ip)`` returns why an address must not be contacted, or
     None (e.g. ``AddressPolicy(...).refusal``); without one, only public
-    addresses are allowed.
+    addresses are allowed. ``verify_tls=False`` archives sites whose
+    certificate is invalid (expired, self-signed), as archiving crawlers often do.
     """
 
     def __init__(
@@ -207,9 +205,12 @@ class Fetcher:
         max_response_bytes: int = 100 * 1024 * 1024,
         max_fetch_seconds: float = 600,
         digest_algorithm: str = "sha256",
+        verify_tls: bool = True,
     ):
         if digest_algorithm not in DIGEST_ALGORITHMS:
             raise ValueError(f"unsupported digest algorithm {digest_algorithm!r}")
+        if not verify_tls:  # deliberate: one warning per request would say nothing new
+            warnings.filterwarnings("ignore", category=InsecureRequestWarning)
         self.user_agent = user_agent
         self.address_check = address_check or address_refusal
         self.connect_timeout = connect_timeout
@@ -217,6 +218,7 @@ class Fetcher:
         self.max_response_bytes = max_response_bytes
         self.max_fetch_seconds = max_fetch_seconds
         self.digest_algorithm = digest_algorithm
+        self.verify_tls = verify_tls
 
     def session(self) -> FetchSession:
         """A new session for one site crawl (used by one thread at a time)."""
@@ -238,6 +240,8 @@ class _Recorder:
 
 
 class _RecordingMixin:
+    """Reports to the session's recorder what the connection sends, and where to."""
+
     def __init__(self, *args, recorder: _Recorder, **kwargs):
         self._recorder = recorder
         super().__init__(*args, **kwargs)
@@ -282,6 +286,7 @@ class FetchSession:
         self._recorder = _Recorder()
         self._session = requests.Session()
         self._session.trust_env = False  # no proxy from the environment: it would resolve names itself
+        self._session.verify = fetcher.verify_tls
         self._session.headers.clear()
         self._session.headers.update(
             {

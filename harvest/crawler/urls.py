@@ -46,9 +46,11 @@ _AUTHORITY_END = re.compile(r"[/?#]")
 _ASCII_HOST = re.compile(r"[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*")
 _NUMERIC_LABEL = re.compile(r"(?:0[xX][0-9a-fA-F]*|[0-9]+)")
 _IDEOGRAPHIC_DOTS = re.compile("[\u3002\uff0e\uff61]")
-# What may stay as it is in a path or a query; everything else is looked at one by one.
-_PATH_CLEAN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/]*")
-_QUERY_CLEAN = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?]*")
+# What must change in a path or a query: a "%" that starts no upper-case escape, the escape of an
+# unreserved character, a character that is not allowed. Most URLs have none, and are left alone.
+_ESCAPES_TO_FIX = r"%(?![0-9A-F]{2})|%(?:3[0-9]|4[1-9A-F]|5[0-9A]|6[1-9A-F]|7[0-9A]|2[DE]|5F|7E)"
+_PATH_TO_FIX = re.compile(rf"{_ESCAPES_TO_FIX}|[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]")
+_QUERY_TO_FIX = re.compile(rf"{_ESCAPES_TO_FIX}|[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]")
 _PATH_FIX = re.compile(r"%([0-9A-Fa-f]{2})?|[^A-Za-z0-9\-._~!$&'()*+,;=:@/%]")
 _QUERY_FIX = re.compile(r"%([0-9A-Fa-f]{2})?|[^A-Za-z0-9\-._~!$&'()*+,;=:@/?%]")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -105,13 +107,14 @@ def _canonical_form(url: str, strip_hex_sessions: bool) -> str | None:
     path, mark, query = rest.partition("?")
     path = _normal_path(path)
     if query:
-        if not _QUERY_CLEAN.fullmatch(query):
+        if _QUERY_TO_FIX.search(query):
             query = _QUERY_FIX.sub(_fix_escape, query)
         query = _strip_query_sessions(query, strip_hex_sessions)
     canonical = f"{scheme}://{netloc}{path}?{query}" if query else f"{scheme}://{netloc}{path}"
     return canonical if len(canonical) <= MAX_URL_LENGTH else None
 
 
+@lru_cache(maxsize=4096)  # a crawl sees few hosts, and IDNA encoding is slow
 def _netloc(scheme: str, authority: str) -> str | None:
     # Credentials in a link are never sent: drop them (as Heritrix does).
     host = authority.rpartition("@")[2]
@@ -192,12 +195,12 @@ def _ipv4(host: str) -> str | None:
 def _normal_path(path: str) -> str:
     if not path:
         return "/"
-    if not _PATH_CLEAN.fullmatch(path):
+    if _PATH_TO_FIX.search(path):
         path = _PATH_FIX.sub(_fix_escape, path)
     if ";" in path or "(" in path:
         path = _strip_path_sessions(path)
     if "/." in path:
-        path = _remove_dot_segments(path)
+        path = remove_dot_segments(path)
     return path
 
 
@@ -216,7 +219,8 @@ def _fix_escape(match: re.Match) -> str:
     return "".join(f"%{byte:02X}" for byte in encoded)
 
 
-def _remove_dot_segments(path: str) -> str:
+def remove_dot_segments(path: str) -> str:
+    """An absolute path without its ``.`` and ``..`` segments (RFC 3986, 5.2.4)."""
     segments = path.split("/")
     kept: list[str] = []
     for segment in segments[1:]:
@@ -244,11 +248,14 @@ def _strip_query_sessions(query: str, strip_hex_sessions: bool) -> str:
     kept = []
     for parameter in query.split("&"):
         name, equals, value = parameter.partition("=")
-        lowered = name.lower()
-        if equals and (lowered in SESSION_PARAMETERS or _ASPSESSION.fullmatch(lowered)):
-            continue
-        if strip_hex_sessions and equals and _HEX_ID.fullmatch(value):
-            continue
+        if equals:
+            lowered = name.lower()
+            if lowered in SESSION_PARAMETERS:
+                continue
+            if lowered.startswith("aspsessionid") and _ASPSESSION.fullmatch(lowered):
+                continue
+            if strip_hex_sessions and len(value) in (32, 40) and _HEX_ID.fullmatch(value):
+                continue
         kept.append(parameter)
     return "&".join(kept)
 

@@ -179,6 +179,7 @@ class _OpenFile:
         self.warcinfo_id = ""
         self._pending = bytearray()
         self._compressor = zlib.compressobj(COMPRESS_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+        self.warcio = _RecordWriter(self, gzip=False, warc_version=WARC_VERSION)  # gzip done here
 
     # warcio writes a record through write() and flush().
     def write(self, data: bytes) -> int:
@@ -377,7 +378,7 @@ class WarcWriter:
         warc_record = ArcWarcRecord(
             "warc", record_type, warc_headers, block, None, record.warc_content_type, block.length
         )
-        _RecordWriter(file, gzip=False, warc_version=WARC_VERSION).write_record(warc_record)
+        file.warcio.write_record(warc_record)
         if block.delivered != block.length:
             raise ValueError(f"record block of {block.delivered} bytes, {block.length} announced")
         file.end_member()
@@ -529,7 +530,7 @@ def recover_open_files(
     directory = Path(directory)
     say = log or (lambda message: None)
     recovered = []
-    for open_path in sorted(directory.glob(f"*{OPEN_SUFFIX}")):
+    for open_path in sorted(directory.glob(f"*.warc.gz{OPEN_SUFFIX}")):
         info = _recover(open_path, say)
         if info is not None:
             recovered.append(info)

@@ -1,6 +1,7 @@
 """Runs of harvest definitions, the jobs they produce, and what each domain yielded."""
 
 from django.db import models
+from django.db.models import JSONField, Value
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
@@ -133,21 +134,25 @@ class JobConfiguration(models.Model):
 
     # The site crawl of this configuration: its state and live progress, written by the crawl
     # task every few seconds (pages read it here, never from the crawler).
-    state = models.CharField(_("state"), max_length=10, choices=SiteState, default=SiteState.QUEUED)
-    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0)
-    worker = models.CharField(_("worker"), max_length=200, blank=True)
+    state = models.CharField(
+        _("state"), max_length=10, choices=SiteState, default=SiteState.QUEUED, db_default=SiteState.QUEUED
+    )
+    attempts = models.PositiveSmallIntegerField(_("attempts"), default=0, db_default=0)
+    worker = models.CharField(_("worker"), max_length=200, blank=True, default="", db_default="")
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
     ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
     progress_at = models.DateTimeField(_("progress at"), null=True, blank=True)
-    urls_done = models.BigIntegerField(_("URLs done"), default=0)
-    urls_queued = models.BigIntegerField(_("URLs queued"), default=0)
-    bytes_done = models.BigIntegerField(_("bytes"), default=0)
-    error_count = models.BigIntegerField(_("errors"), default=0)
-    rate = models.FloatField(_("URLs per second"), default=0.0)
-    current_url = models.TextField(_("current URL"), blank=True)
-    stop_reason = models.CharField(_("stop reason"), max_length=20, choices=StopReason, blank=True)
-    error = models.TextField(_("error"), blank=True)
-    report = models.JSONField(_("report"), default=dict, blank=True)
+    urls_done = models.BigIntegerField(_("URLs done"), default=0, db_default=0)
+    urls_queued = models.BigIntegerField(_("URLs queued"), default=0, db_default=0)
+    bytes_done = models.BigIntegerField(_("bytes"), default=0, db_default=0)
+    error_count = models.BigIntegerField(_("errors"), default=0, db_default=0)
+    rate = models.FloatField(_("URLs per second"), default=0.0, db_default=0.0)
+    current_url = models.TextField(_("current URL"), blank=True, default="", db_default="")
+    stop_reason = models.CharField(
+        _("stop reason"), max_length=20, choices=StopReason, blank=True, default="", db_default=""
+    )
+    error = models.TextField(_("error"), blank=True, default="", db_default="")
+    report = models.JSONField(_("report"), default=dict, blank=True, db_default=Value({}, JSONField()))
 
     class Meta:
         verbose_name = _("job configuration")

@@ -70,12 +70,22 @@ def jobs_dispatch_submitted() -> int:
 
 
 @transaction.atomic
-def site_crawl_begin(*, entry_id: int, worker: str) -> JobConfiguration | None:
-    """Mark a site crawl running and return it, or None when there is nothing (more) to crawl."""
+def site_crawl_begin(*, entry_id: int, worker: str, redelivered: bool = False) -> JobConfiguration | None:
+    """Mark a site crawl running and return it, or None when there is nothing (more) to crawl.
+
+    A site already running is crawled again only when the broker says the task is redelivered
+    (its worker died) or its heartbeat has stopped; a second copy of a task whose crawl is
+    alive elsewhere does nothing.
+    """
     job_id = JobConfiguration.objects.values_list("job_id", flat=True).get(pk=entry_id)
     job = Job.objects.select_for_update().get(pk=job_id)
     entry = JobConfiguration.objects.select_for_update().select_related("domain").get(pk=entry_id)
     if entry.state == SiteState.ENDED or job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
+        return None
+    if entry.state == SiteState.RUNNING and not redelivered and _alive(entry):
+        logger.warning(
+            "site crawl %s is already running on %s: this copy does nothing", entry.pk, entry.worker
+        )
         return None
     if job.stop_requested_at is not None:
         _end_entry(job, entry, stop_reason=StopReason.OPERATOR)
@@ -96,6 +106,12 @@ def site_crawl_begin(*, entry_id: int, worker: str) -> JobConfiguration | None:
     entry.save()
     entry.job = job
     return entry
+
+
+def _alive(entry: JobConfiguration) -> bool:
+    """Whether a running site's worker wrote its progress recently (three intervals and some)."""
+    grace = timedelta(seconds=3 * settings.HARVEST_PROGRESS_INTERVAL + 10)
+    return entry.progress_at is not None and entry.progress_at > timezone.now() - grace
 
 
 def site_crawl_progress(*, entry_id: int, job_id: int, progress) -> bool:

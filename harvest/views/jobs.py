@@ -112,18 +112,12 @@ def url_bar(done: int, queued: int) -> Bar:
     return Bar(done, done + queued)
 
 
-def with_bars(job) -> None:
-    """Give a job annotated with :func:`site_totals` (or a dict of them) its two bars: URLs and sites."""
-    get = job.get if isinstance(job, dict) else lambda name: getattr(job, name)
-    bars = {
-        "url_bar": url_bar(get("urls_done"), get("urls_queued")),
-        "site_bar": Bar(get("sites_ended"), get("sites_total")),
+def job_bars(totals: dict) -> dict:
+    """A job's two bars from its :func:`site_totals`: URLs done of done and queued, sites ended of all."""
+    return {
+        "url_bar": url_bar(totals["urls_done"], totals["urls_queued"]),
+        "site_bar": Bar(totals["sites_ended"], totals["sites_total"]),
     }
-    if isinstance(job, dict):
-        job.update(bars)
-    else:
-        for name, bar in bars.items():
-            setattr(job, name, bar)
 
 
 def htmx_response(request, response):
@@ -165,8 +159,9 @@ class RunningJobsView(ObjectListView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        for job in context["object_list"]:
-            with_bars(job)
+        for job in context["object_list"]:  # annotated with site_totals("configurations__")
+            job.url_bar = url_bar(job.urls_done, job.urls_queued)
+            job.site_bar = Bar(job.sites_ended, job.sites_total)
         context["may_stop"] = can(self.request.user, CHANGE, Job)
         return context
 
@@ -231,7 +226,7 @@ class JobDetailView(ObjectDetailView):
         """The live part: the job's totals, a page of its sites, and what the buttons may do."""
         job, request = self.object, self.request
         totals = job_totals(job)
-        with_bars(totals)
+        totals.update(job_bars(totals))
         filterset = SiteCrawlFilterSet(request.GET, queryset=job_sites(job), request=request)
         add_bootstrap_classes(filterset.form, small=True)
         sites = filterset.qs if filterset.is_valid() else job_sites(job).none()
@@ -289,8 +284,6 @@ def crawl_log_search(job: Job, *, site: str, pattern: str) -> dict:
         return {"log_missing": True}
     try:
         lines = list(search(log_path, site=site, pattern=pattern, limit=LOG_LINES))
-    except re.error as error:  # compiled again by the search: the same pattern, the same answer
-        return {"log_error": str(error)}
     except OSError as error:
         return {"log_error": _("The crawl log could not be read: %(error)s.") % {"error": error.strerror}}
     return {"log_lines": lines}
@@ -322,9 +315,7 @@ class JobStopView(AreaRequiredMixin, View):
                 messages.error(request, message)
             return redirect(_back(request, job))
         if job.status in ACTIVE:
-            text = _(
-                "%(job)s is stopping: its queued sites are ended, its running sites stop within seconds."
-            )
+            text = _("%(job)s is stopping: its queued sites ended, its running sites stop within seconds.")
         else:
             text = _("%(job)s was stopped.")
         messages.success(request, text % {"job": job})

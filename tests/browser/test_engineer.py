@@ -15,7 +15,7 @@ from harvest.services.crawls import jobs_dispatch_submitted
 from tests.browser.test_navigation import foreign_requests, log_in
 from tests.crawl_worker import crawl_worker, wait_for  # noqa: F401  (fixture)
 from tests.factories import PASSWORD, UserFactory
-from tests.harvest.crawljobs import testsite_job
+from tests.harvest.crawljobs import job_for_sites
 from webarchive.permissions import Role
 from webarchive.testsite import TestSite
 
@@ -38,7 +38,7 @@ def test_an_engineer_watches_progress_move_and_stops_the_job(
 ):
     UserFactory(username="engineer", roles=[Role.ENGINEER])
     crawl_worker.start()
-    job = testsite_job([("127.0.0.1", site.url("/site/"))], min_delay=0.1, max_delay=0.1)
+    job = job_for_sites([("127.0.0.1", site.url("/site/"))], min_delay=0.1, max_delay=0.1)
     jobs_dispatch_submitted()
 
     page.goto("/accounts/login/")

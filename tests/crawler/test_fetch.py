@@ -4,7 +4,10 @@ import base64
 import gzip
 import hashlib
 import io
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -69,6 +72,7 @@ class LocalServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes: no delayed-ACK wait
 
     def log_message(self, *args):
         pass
@@ -515,3 +519,39 @@ def test_decoded_body_of_a_hand_made_exchange_with_two_gzip_members():
     assert exchange.decoded_body() == b"one two"
     exchange.close()
     assert exchange.decoded_body() == b""  # a closed body is no longer readable, and that does not raise
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory):
+    """The same server behind TLS, with a self-signed certificate made for the test."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a certificate")
+    directory = tmp_path_factory.mktemp("tls")
+    certificate, key = directory / "cert.pem", directory / "key.pem"
+    command = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    command += ["-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(certificate)]
+    subprocess.run(command, check=True, capture_output=True)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certificate, key)
+    with LocalServer() as running:
+        running.socket = context.wrap_socket(running.socket, server_side=True)
+        yield running
+
+
+def test_https_is_recorded_like_http(tls_server):
+    fetcher = Fetcher(user_agent="t", address_check=lambda ip: None, verify_tls=False)
+    url = tls_server.url("/chunked").replace("http://", "https://")
+    tls_server.reset()
+    with fetcher.session() as session:
+        first, second = session.fetch(url), session.fetch(url)
+    assert (first.error, first.status, first.peer_ip) == (None, 200, "127.0.0.1")
+    assert body_of(first) == b"".join(CHUNKS)
+    assert first.request_head.startswith(b"GET /chunked HTTP/1.1\r\n")
+    assert second.request_head == first.request_head
+    assert tls_server.connections == 1
+
+
+def test_an_invalid_certificate_is_an_error_when_verified(tls_server):
+    fetcher = Fetcher(user_agent="t", address_check=lambda ip: None)
+    exchange = fetch(fetcher, tls_server.url("/page").replace("http://", "https://"))
+    assert exchange.error.startswith("TLS error: certificate verify failed")

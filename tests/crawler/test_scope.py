@@ -49,7 +49,9 @@ def test_path_policy_stays_under_the_seed_directory():
     path = scope("path")
     assert path.decide("http://www.example.com/news/2024/story.html", "L") is None
     assert path.decide("http://www.example.com/news/", "L") is None
-    assert path.decide("http://www.example.com/news", "L") is None  # the directory itself, before its redirect
+    assert (
+        path.decide("http://www.example.com/news", "L") is None
+    )  # the directory itself, before its redirect
     assert path.decide("https://www.example.com/news/a.html", "L") is None  # the scheme does not matter
     assert path.decide("http://example.com/news/a.html", "L") is None  # www. equivalence
     assert path.decide("http://www.example.com/newsletter.html", "L") == "out-of-scope"
@@ -114,7 +116,12 @@ def test_domain_policy_with_a_public_suffix_of_two_labels():
 def test_domain_given_explicitly():
     domain = Scope(seeds=["http://www.example.com/"], policy="domain", domain="Example.COM")
     assert domain.decide("http://shop.example.com/", "L") is None
-    assert Scope(seeds=[], policy="domain", domain="bücher.example").decide("http://www.xn--bcher-kva.example/", "L") is None
+    assert (
+        Scope(seeds=[], policy="domain", domain="bücher.example").decide(
+            "http://www.xn--bcher-kva.example/", "L"
+        )
+        is None
+    )
 
 
 def test_an_ip_address_site_is_its_own_domain():
@@ -129,7 +136,9 @@ def test_an_ip_address_site_is_its_own_domain():
     assert Scope(seeds=["http://127.0.0.1:8001/"], policy="host").decide("http://127.0.0.1:8002/", "L") == (
         "out-of-scope"
     )
-    assert Scope(seeds=["http://127.0.0.1:8001/"], policy="domain").decide("http://127.0.0.1:8002/", "L") is None
+    assert (
+        Scope(seeds=["http://127.0.0.1:8001/"], policy="domain").decide("http://127.0.0.1:8002/", "L") is None
+    )
 
 
 def test_ipv6_site():

@@ -90,7 +90,9 @@ def crawl(directory: Path, seeds: list[str], *, policy=ALLOW_LOOPBACK, threads=2
     )
     session = Fetcher(user_agent="webarchive-test/1 (+http://127.0.0.1/)", address_check=policy).session()
     with CrawlLog(directory / "crawl.log") as log:
-        site_crawl = SiteCrawl(SiteSettings(seeds=seeds, **options), session=session, writer=writer, crawl_log=log)
+        site_crawl = SiteCrawl(
+            SiteSettings(seeds=seeds, **options), session=session, writer=writer, crawl_log=log
+        )
         run_sites([site_crawl], threads=threads)
         writer.close()
     return Crawl(site_crawl, directory, files)
@@ -104,7 +106,9 @@ def test_host_crawl_captures_the_ground_truth_and_keeps_to_its_scope(site, tmp_p
     assert result.crawl.stop_reason == COMPLETED
     # robots.txt obeyed: nothing under the disallowed directory; the external site's pages not crawled.
     assert not [url for url in fetched if "/site/private/" in url]
-    assert not [url for url in fetched if url.startswith(site.host_url(2)) and not url.endswith("/robots.txt")]
+    assert not [
+        url for url in fetched if url.startswith(site.host_url(2)) and not url.endswith("/robots.txt")
+    ]
     # ...but reported as external links, with counts.
     assert any(url.startswith(site.host_url(2)) for url in result.crawl.external_links)
     # requisites on the CDN are fetched although the CDN is outside the host scope.
@@ -228,7 +232,9 @@ def test_many_polite_sites_share_few_fetch_threads(tmp_path):
         fetcher = Fetcher(user_agent="t/1", address_check=ALLOW_LOOPBACK)
         crawls = [
             SiteCrawl(
-                SiteSettings(seeds=[one.url("/site/")], min_delay=0.05, max_delay=0.05, reject_rules=["calendar"]),
+                SiteSettings(
+                    seeds=[one.url("/site/")], min_delay=0.05, max_delay=0.05, reject_rules=["calendar"]
+                ),
                 session=fetcher.session(),
                 writer=writer,
             )

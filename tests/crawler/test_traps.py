@@ -123,4 +123,10 @@ def test_memory_is_bounded_oldest_forgotten():
 def test_check_never_raises(text):
     trap = guard(max_per_directory=2, max_per_script=2)
     for url in (text, "http://example.com/" + text, "http://example.com/?" + text):
-        assert trap.check(url) in (None, "trap:path-repeat", "trap:directory", "trap:parameters", "trap:calendar")
+        assert trap.check(url) in (
+            None,
+            "trap:path-repeat",
+            "trap:directory",
+            "trap:parameters",
+            "trap:calendar",
+        )

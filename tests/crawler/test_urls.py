@@ -126,11 +126,20 @@ def test_hex_session_stripping_can_be_turned_off():
         ("http://example.com/p?ASPSESSIONIDQARCTTAB=X&CFID=1&CFTOKEN=2&q=ok", "http://example.com/p?q=ok"),
         ("http://example.com/p?jsessionid=1", "http://example.com/p"),
         # 32 and 40 hex digits: 128- and 160-bit ids, whatever the parameter's name
-        ("http://example.com/p?z=1&token=0123456789abcdef0123456789ABCDEF&a=2", "http://example.com/p?z=1&a=2"),
+        (
+            "http://example.com/p?z=1&token=0123456789abcdef0123456789ABCDEF&a=2",
+            "http://example.com/p?z=1&a=2",
+        ),
         ("http://example.com/p?k=0123456789abcdef0123456789abcdef01234567", "http://example.com/p"),
         # not session ids: other lengths, non-hex, names that merely contain "sid", "s"
-        ("http://example.com/p?k=0123456789abcdef0123456789abcde", "http://example.com/p?k=0123456789abcdef0123456789abcde"),
-        ("http://example.com/p?k=0123456789abcdef0123456789abcdeg", "http://example.com/p?k=0123456789abcdef0123456789abcdeg"),
+        (
+            "http://example.com/p?k=0123456789abcdef0123456789abcde",
+            "http://example.com/p?k=0123456789abcdef0123456789abcde",
+        ),
+        (
+            "http://example.com/p?k=0123456789abcdef0123456789abcdeg",
+            "http://example.com/p?k=0123456789abcdef0123456789abcdeg",
+        ),
         ("http://example.com/p?inside=1&s=2&sidebar=3", "http://example.com/p?inside=1&s=2&sidebar=3"),
         # the fragment is left alone, the order of the other parameters kept
         ("http://example.com/p?b=2&sid=1&a=1#top", "http://example.com/p?b=2&a=1#top"),
@@ -142,7 +151,10 @@ def test_strip_session_ids(url, stripped):
 
 def test_strip_session_ids_keeps_hex_values_when_asked():
     url = "http://example.com/p?v=0123456789abcdef0123456789abcdef&sid=1"
-    assert strip_session_ids(url, strip_hex_sessions=False) == "http://example.com/p?v=0123456789abcdef0123456789abcdef"
+    assert (
+        strip_session_ids(url, strip_hex_sessions=False)
+        == "http://example.com/p?v=0123456789abcdef0123456789abcdef"
+    )
 
 
 def test_fingerprint_is_a_64_bit_number_of_the_canonical_url():
@@ -208,15 +220,17 @@ def test_canonicalize_never_raises_on_any_text(text):
 
 
 _URL_PIECES = st.sampled_from(
-    ["/", ".", "..", "%", "%2e", "%41", "%2F", "?", "&", "=", "#", ";", ";jsessionid=1", "sid=", "é", " ", "\\",
-     "a", "B", ":", "@", "(S(abc))", "0123456789abcdef0123456789abcdef"]
+    ["/", ".", "..", "%", "%2e", "%41", "%2F", "?", "&", "=", "#", ";", ";jsessionid=1", "sid=", "é", " ",
+     "\\", "a", "B", ":", "@", "(S(abc))", "0123456789abcdef0123456789abcdef"]
 )  # fmt: skip
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.sampled_from(["http://", "HTTPS://", "http://user@", "http:"]), st.sampled_from(
-    ["example.com", "Bücher.example", "127.0.0.1", "[::1]", "example.com:8080", "0x7f.1"]
-), st.lists(_URL_PIECES, max_size=12))
+@given(
+    st.sampled_from(["http://", "HTTPS://", "http://user@", "http:"]),
+    st.sampled_from(["example.com", "Bücher.example", "127.0.0.1", "[::1]", "example.com:8080", "0x7f.1"]),
+    st.lists(_URL_PIECES, max_size=12),
+)
 def test_canonicalize_is_idempotent(scheme, host, pieces):
     canonical = canonicalize(scheme + host + "/" + "".join(pieces))
     if canonical is not None:

@@ -63,7 +63,9 @@ def read_records(path: Path) -> list[Record]:
         head, _, rest = content.partition(b"\r\n\r\n")
         lines = head.decode("utf-8").split("\r\n")
         assert lines[0] == "WARC/1.1"
-        headers = dict(line.split(": ", 1) for line in lines[1:])
+        fields = [line.split(": ", 1) for line in lines[1:]]
+        headers = dict(fields)
+        assert len(headers) == len(fields), "a WARC header written twice (digests added by warcio?)"
         size = int(headers["Content-Length"])
         assert rest[size:] == b"\r\n\r\n", "a member must end with its record"
         found.append(Record(offset, length, headers, rest[:size]))
@@ -172,6 +174,9 @@ def test_exchanges_make_a_valid_warc_file(server, fetcher, tmp_path):
     assert truncated[server.url("/big")] == "length"
     assert truncated[server.url("/cut")] == "disconnect"
     assert truncated[server.url("/page")] is None
+    digests = [value for record in records for name, value in record.headers.items() if "Digest" in name]
+    assert len(digests) == 1 + 3 * len(pairs)  # warcinfo: block; response: block and payload; request: block
+    assert all(value.startswith("sha256:") for value in digests)
     # The warcinfo record: our fields, empty ones left out.
     assert records[0].block.decode().split("\r\n")[2:4] == [
         "software: webarchive tests",
@@ -500,7 +505,7 @@ def write_sample(directory: Path, pairs: int = 3) -> Path:
 def torn_copy(
     sample: Path, directory: Path, *, cut_into_last: int | None = None, append: bytes = b""
 ) -> Path:
-    """An unlocked ``.open`` copy of ``sample``: its last record cut ``cut_into_last`` bytes in, or garbage added."""
+    """An unlocked ``.open`` copy of ``sample``, its last record cut ``cut_into_last`` bytes in."""
     records = read_records(sample)
     data = sample.read_bytes()
     if cut_into_last is not None:

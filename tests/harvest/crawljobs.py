@@ -18,7 +18,7 @@ from harvest.services.planning import definition_save, schedule_save, template_s
 _names = itertools.count(1)
 
 
-def testsite_job(sites: list[tuple[str, str]], **template_fields) -> Job:
+def job_for_sites(sites: list[tuple[str, str]], **template_fields) -> Job:
     """One submitted job crawling each (domain, seed URL); the template has no delay unless given."""
     planning_defaults_ensure(apps)  # a transactional test before may have flushed them
     number = next(_names)
@@ -35,7 +35,10 @@ def testsite_job(sites: list[tuple[str, str]], **template_fields) -> Job:
         name=f"crawl-test-{number}", start=timezone.now() - timedelta(days=1), unit="day", at_hour=3
     )
     definition = definition_save(
-        kind=HarvestKind.SELECTIVE, name=f"crawl-test-{number}", schedule=schedule, configurations=configurations
+        kind=HarvestKind.SELECTIVE,
+        name=f"crawl-test-{number}",
+        schedule=schedule,
+        configurations=configurations,
     )
     run = definition_launch(definition_id=definition.pk, now=timezone.now() + timedelta(days=2))
     return run.jobs.get()

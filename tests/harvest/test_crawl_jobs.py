@@ -25,11 +25,12 @@ from harvest.services.crawls import (
     job_stop,
     jobs_fail_stalled,
     site_crawl_begin,
+    site_crawl_progress,
 )
 from harvest.services.jobs import job_resubmit
 from harvest.worker import crawl_log_path, run_site_crawl
 from storage.models import WarcFile
-from tests.harvest.crawljobs import testsite_job
+from tests.harvest.crawljobs import job_for_sites
 from webarchive.permissions import Role
 from webarchive.testsite import TestSite
 
@@ -67,7 +68,7 @@ def records(paths) -> list:
 
 @pytest.mark.django_db
 def test_a_job_crawls_its_sites_and_records_what_they_yielded(site):
-    job = testsite_job([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
+    job = job_for_sites([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
     entries = list(job.configurations.order_by("pk"))
     for entry in entries:
         run_site_crawl(entry.pk)
@@ -105,7 +106,7 @@ def test_a_job_crawls_its_sites_and_records_what_they_yielded(site):
 
 @pytest.mark.django_db
 def test_a_site_crawl_delivered_again_after_it_ended_does_nothing(site):
-    job = testsite_job([("127.0.0.1", site.url("/site/s0/"))], depth_policy="page")
+    job = job_for_sites([("127.0.0.1", site.url("/site/s0/"))], depth_policy="page")
     entry = job.configurations.get()
     run_site_crawl(entry.pk)
     first = HarvestInfo.objects.get(job=job)
@@ -116,7 +117,7 @@ def test_a_site_crawl_delivered_again_after_it_ended_does_nothing(site):
 
 @pytest.mark.django_db
 def test_limits_give_the_configuration_stop_reason(site):
-    job = testsite_job([("127.0.0.1", site.url("/site/"))])
+    job = job_for_sites([("127.0.0.1", site.url("/site/"))])
     entry = job.configurations.get()
     entry.max_objects = 5
     entry.save()
@@ -127,12 +128,14 @@ def test_limits_give_the_configuration_stop_reason(site):
 
 @pytest.mark.django_db
 def test_stopping_a_submitted_job_ends_its_sites_as_operator_and_the_job(site, user_with_role):
-    job = testsite_job([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
+    job = job_for_sites([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
     with pytest.raises(Exception):  # a curator may look, not stop
         job_stop(job=job, user=user_with_role(Role.CURATOR))
     job = job_stop(job=job, user=user_with_role(Role.ENGINEER))
     assert job.status == JobStatus.DONE and job.stop_requested_at
-    assert set(HarvestInfo.objects.filter(job=job).values_list("stop_reason", flat=True)) == {StopReason.OPERATOR}
+    assert set(HarvestInfo.objects.filter(job=job).values_list("stop_reason", flat=True)) == {
+        StopReason.OPERATOR
+    }
     # A site task arriving later finds nothing to do.
     assert run_site_crawl(job.configurations.first().pk) == "nothing to do"
     with pytest.raises(ValidationError, match="Only a submitted or running job can be stopped"):
@@ -141,23 +144,19 @@ def test_stopping_a_submitted_job_ends_its_sites_as_operator_and_the_job(site, u
 
 @pytest.mark.django_db
 def test_a_stop_request_reaches_a_running_site(site):
-    job = testsite_job([("127.0.0.1", site.url("/site/"))], min_delay=0.3, max_delay=0.3)
+    job = job_for_sites([("127.0.0.1", site.url("/site/"))], min_delay=0.3, max_delay=0.3)
     entry = job.configurations.get()
-    # The stop arrives while the site runs: job_stop is called from the first progress write.
-    from harvest.services import crawls
-
-    real_progress = crawls.site_crawl_progress
+    # An engineer stops the job while the site runs: here, just before its second progress write.
     calls = []
 
     def progress_then_stop(**kwargs):
         calls.append(kwargs["progress"].urls_done)
         if len(calls) == 2:
             job_stop(job=job)
-        return real_progress(**kwargs)
+        return site_crawl_progress(**kwargs)
 
-    crawls_module_progress = "harvest.worker.site_crawl_progress"
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(crawls_module_progress, progress_then_stop)
+        patch.setattr("harvest.worker.site_crawl_progress", progress_then_stop)
         run_site_crawl(entry.pk)
     entry.refresh_from_db()
     job.refresh_from_db()
@@ -170,7 +169,7 @@ def test_a_stop_request_reaches_a_running_site(site):
 @pytest.mark.django_db
 def test_the_watchdog_fails_a_job_whose_queue_is_dead_and_the_job_can_be_resubmitted(site, settings):
     settings.HARVEST_STALL_SECONDS = 600
-    job = testsite_job([("127.0.0.1", site.url("/site/"))])
+    job = job_for_sites([("127.0.0.1", site.url("/site/"))])
     entry = job.configurations.get()
     site_crawl_begin(entry_id=entry.pk, worker="gone")  # started, then its worker vanished
     assert jobs_fail_stalled() == []  # not yet
@@ -182,8 +181,7 @@ def test_the_watchdog_fails_a_job_whose_queue_is_dead_and_the_job_can_be_resubmi
     assert "crawl-high" in job.errors
     assert HarvestInfo.objects.get(job=job).stop_reason == StopReason.FAILED
 
-    original = job_resubmit(job=job)
-    copy = original.resubmitted_as
+    copy = job_resubmit(job=job)
     assert copy.status == JobStatus.SUBMITTED
     run_site_crawl(copy.configurations.get().pk)
     copy.refresh_from_db()
@@ -193,8 +191,10 @@ def test_the_watchdog_fails_a_job_whose_queue_is_dead_and_the_job_can_be_resubmi
 @pytest.mark.django_db
 def test_a_job_is_dispatched_once(site, monkeypatch):
     sent = []
-    monkeypatch.setattr("harvest.services.crawls.send_site_crawls", lambda ids, queue: sent.append((ids, queue)))
-    job = testsite_job([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
+    monkeypatch.setattr(
+        "harvest.services.crawls.send_site_crawls", lambda ids, queue: sent.append((ids, queue))
+    )
+    job = job_for_sites([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
     assert job_dispatch(job_id=job.pk) == 2
     assert job_dispatch(job_id=job.pk) == 0
     job.refresh_from_db()
@@ -203,7 +203,7 @@ def test_a_job_is_dispatched_once(site, monkeypatch):
 
 @pytest.mark.django_db
 def test_crawl_log_search_by_site_and_pattern(site):
-    job = testsite_job([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
+    job = job_for_sites([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
     for entry in job.configurations.all():
         run_site_crawl(entry.pk)
     path = crawl_log_path(job.pk)

@@ -301,6 +301,8 @@ ACCESS = {
     "harvest:job_list": ("page", url("harvest:job_list"), PLANNERS),
     "harvest:job_detail": ("page", planning_url("harvest:job_detail", new_job), PLANNERS),
     "harvest:job_resubmit": ("post", planning_url("harvest:job_resubmit", new_job), ENGINEERS),
+    "harvest:job_running": ("page", url("harvest:job_running"), PLANNERS),
+    "harvest:job_stop": ("post", planning_url("harvest:job_stop", new_job), ENGINEERS),
     # Planning API
     "api:domain-list": ("api", url("api:domain-list"), PLANNERS),
     "api:domain-detail": ("api", planning_url("api:domain-detail", new_domain), PLANNERS),
@@ -352,6 +354,9 @@ ACCESS = {
     "api:job-list": ("api", url("api:job-list"), PLANNERS),
     "api:job-detail": ("api", planning_url("api:job-detail", new_job), PLANNERS),
     "api:job-configurations": ("api", planning_url("api:job-configurations", new_job), PLANNERS),
+    "api:job-progress": ("api", planning_url("api:job-progress", new_job), PLANNERS),
+    "api:job-sites": ("api", planning_url("api:job-sites", new_job), PLANNERS),
+    "api:job-files": ("api", planning_url("api:job-files", new_job), PLANNERS),
     "api:harvestinfo-list": ("api", url("api:harvestinfo-list"), REPORTS),
     "api:harvestinfo-detail": ("api", planning_url("api:harvestinfo-detail", new_harvest_info), REPORTS),
     "api:domain-alias": ("api-post", planning_url("api:domain-alias", new_domain), PLANNERS),
@@ -379,6 +384,7 @@ ACCESS = {
         PLANNERS,
     ),
     "api:job-resubmit": ("api-post", planning_url("api:job-resubmit", new_job), ENGINEERS),
+    "api:job-stop": ("api-post", planning_url("api:job-stop", new_job), ENGINEERS),
 }
 ACCESS.update(
     {f"area[{area.value}]": ("page", lambda a=area: f"/{a.value}/", AREA_ROLES[area]) for area in Area}
@@ -427,6 +433,13 @@ def test_api_access(client, name):
 
 
 ROLES_AND_NONE = [*Role, None, "admin"]
+
+
+@pytest.fixture(autouse=True)
+def _harvest_dirs(settings, tmp_path):
+    """Stopping a job ends it, which writes its metadata WARC file: into a temporary directory."""
+    settings.HARVEST_WARC_DIR = tmp_path / "warcs"
+    settings.HARVEST_SPOOL_DIR = tmp_path / "spool"
 
 
 def expected_allowed(role, allowed) -> bool:

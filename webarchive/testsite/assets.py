@@ -69,8 +69,8 @@ def binary(extension: str, key: int) -> bytes:
     rng = _rng(key)
     filler = rng.randbytes(rng.randint(600, 6000))
     if extension == "jpg":
-        comment = filler[:60000]
-        return b"\xff\xd8\xff\xfe" + struct.pack(">H", len(comment) + 2) + comment + b"\xff\xd9"
+        # A JPEG comment segment holds the filler (at most 6,000 bytes: under its 65,533 limit).
+        return b"\xff\xd8\xff\xfe" + struct.pack(">H", len(filler) + 2) + filler + b"\xff\xd9"
     if extension == "webp":
         payload = b"WEBPVP8 " + struct.pack("<I", len(filler)) + filler
         return b"RIFF" + struct.pack("<I", len(payload)) + payload
@@ -83,7 +83,7 @@ def binary(extension: str, key: int) -> bytes:
     raise ValueError(f"no generator for .{extension}")
 
 
-def svg(key: int) -> str | bytes:
+def svg(key: int) -> bytes:
     """A small bar chart as SVG."""
     rng = _rng(key)
     bars = "".join(

@@ -40,6 +40,15 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING
 
+from webarchive.testsite.layout import (
+    FEATURES,
+    JS_ONLY_PAGES,
+    LANDINGS,
+    PRIVATE_PAGES,
+    REDIRECT_CHAINS,
+    SECTIONS,
+    has,
+)
 from webarchive.testsite.markup import directory
 
 if TYPE_CHECKING:
@@ -86,7 +95,7 @@ def walk(
         return True
 
     found: dict[str, str] = {}
-    done: set[tuple[str, bool, bool]] = set()
+    done: set[tuple[str, bool, bool]] = set()  # (url, followed, as a requisite): each walked once
     # 0-1 breadth-first: zero-click hops go to the front, so each URL is first met at its fewest clicks.
     queue: deque[tuple[str, int, str, bool]] = deque([(start_url, 0, "", False)])
     if sitemaps and policy != "page":
@@ -98,19 +107,21 @@ def walk(
         if url.startswith(calendar) and url not in calendar_window:
             continue
         follow = in_scope(url, depth)
-        if not (follow or requisite) or (url, follow, requisite) in done:
+        key = (url, follow, requisite)
+        if not (follow or requisite) or key in done:
             continue
-        done.add((url, follow, requisite))
+        done.add(key)
         found.setdefault(url, hops)
         for target, hop in site.links(url):
             if hop == "E":
-                queue.appendleft((target, depth, hops + "E", True))
+                if (target, in_scope(target, depth), True) not in done:  # most are the shared ones, done
+                    queue.appendleft((target, depth, hops + "E", True))
             elif hop == "R":
                 if follow and policy == "page" and url in seeds:
                     seeds.add(target)  # a seed's redirect target is a seed
                 queue.appendleft((target, depth, hops + "R", requisite))
-            elif not follow:
-                continue
+            elif not follow or target in found:
+                continue  # found at fewer clicks already: as a link, it would only be found again
             elif hop == "X":
                 if javascript:
                     queue.appendleft((target, depth, hops + "X", False))
@@ -121,16 +132,6 @@ def walk(
 
 def feature_urls(site: GeneratedSite) -> dict[str, list[str]]:
     """URLs of each feature of the site, by name, read from the page plans (all pages: slow at 100k)."""
-    from webarchive.testsite.generated import (
-        FEATURES,
-        JS_ONLY_PAGES,
-        LANDINGS,
-        PRIVATE_PAGES,
-        REDIRECT_CHAINS,
-        SECTIONS,
-        has,
-    )
-
     s = site.s
     # "with_<feature>": the numbered pages that have it (see generated.FEATURES).
     features: dict[str, list[str]] = {f"with_{name}": [] for name in FEATURES}
@@ -146,7 +147,9 @@ def feature_urls(site: GeneratedSite) -> dict[str, list[str]]:
             elif element.kind == "a" and element.urls[0].startswith(s("/site/moved/")):
                 moved.append(element.urls[0])
     chains = [
-        s(f"/site/redirect/{status}/{k}") for status, length in REDIRECT_CHAINS.items() for k in range(length, 0, -1)
+        s(f"/site/redirect/{status}/{k}")
+        for status, length in REDIRECT_CHAINS.items()
+        for k in range(length, 0, -1)
     ]
     external = [site.x("/ext/"), site.x("/ext/1.html")] if site.site.hosts == 3 else []
     features.update(
@@ -155,7 +158,8 @@ def feature_urls(site: GeneratedSite) -> dict[str, list[str]]:
             "js_only": [s(f"/site/js/only-{k}.html") for k in range(JS_ONLY_PAGES)]
             + [s(f"/site/js/inline-{n}.html") for n in range(1, site.pages) if has("inline_script", n)],
             "sitemap_only": [
-                s(f"/site/{SECTIONS[k % len(SECTIONS)]}/sitemap-only-{k}.html") for k in range(site.sitemap_only)
+                s(f"/site/{SECTIONS[k % len(SECTIONS)]}/sitemap-only-{k}.html")
+                for k in range(site.sitemap_only)
             ],
             "private": [s(f"/site/private/{k}.html") for k in range(PRIVATE_PAGES)],
             "redirects": [*chains, *dict.fromkeys(moved), s("/site/img/old-logo.png")],
@@ -170,9 +174,14 @@ def feature_urls(site: GeneratedSite) -> dict[str, list[str]]:
             "non_utf8": [s("/site/latin1.html")],
             "malformed": [s("/site/malformed.html")],
             "external": external,
-            "cdn": [site.c(path) for path in ("/cdn/css/theme.css", "/cdn/img/logo.png", "/cdn/fonts/body.woff2")],
+            "cdn": [
+                site.c(path) for path in ("/cdn/css/theme.css", "/cdn/img/logo.png", "/cdn/fonts/body.woff2")
+            ],
             "gzip": [
-                *(s(path) for path in ("/site/", "/site/css/site.css", "/site/js/app.js", "/site/malformed.html")),
+                *(
+                    s(path)
+                    for path in ("/site/", "/site/css/site.css", "/site/js/app.js", "/site/malformed.html")
+                ),
                 s("/site/sitemap.xml"),
                 site.c("/cdn/css/theme.css"),
                 *features["with_gzip"],

@@ -36,7 +36,7 @@ HOPS = {
 # A 1x1 transparent GIF: lazy images show it until their script swaps in data-src.
 PLACEHOLDER = "data:image/gif;base64,R0lGODlhAQABAAAAACH5BAEKAAEALAAAAAABAAEAAAICTAEAOw=="
 
-WORDS = (
+_VOCABULARY = (
     "archive web legal deposit library harvest crawl record page site link image style script "
     "collection curator election news sport culture science history museum journal review city "
     "river mountain village market garden festival theatre concert lecture school student council "
@@ -45,7 +45,8 @@ WORDS = (
     "morning evening winter summer spring autumn yesterday today tomorrow early late quiet busy "
     "open closed new old small large bright dark green blue red yellow white black silver golden "
     "the a of and to in for on with from by at about after before during between under over"
-).split()
+)
+WORDS = _VOCABULARY.split()
 
 
 class Element(NamedTuple):  # a tuple: pages are built by the ten thousand for the ground truth
@@ -70,7 +71,6 @@ class Page:
     title: str
     head: list[Element] = field(default_factory=list)
     body: list[Element] = field(default_factory=list)
-    text_key: int = 0  # seeds the filler text of the "p" elements
     base: str = ""  # a <base href> path, "" for none
     lang: str = "en"
     encoding: str = "utf-8"  # anything else is declared only in the Content-Type header
@@ -116,12 +116,12 @@ class Writer:
         return path
 
 
-def render_page(page: Page, origin: str) -> bytes:
-    """The page's HTML, encoded as the page says."""
+def render_page(page: Page, origin: str, text_key: int) -> bytes:
+    """The page's HTML, encoded as the page says; ``text_key`` seeds its filler text."""
     if page.markup:
         return page.markup.encode(page.encoding)
     write = Writer(origin, page.base or directory(page.path), deep=bool(page.base))
-    rng = random.Random(page.text_key)  # noqa: S311  (filler text, not secrets)
+    rng = random.Random(text_key)  # noqa: S311  (filler text, not secrets)
     out = ["<!DOCTYPE html>", f'<html lang="{page.lang}">', "<head>"]
     if page.encoding == "utf-8":
         out.append('<meta charset="utf-8">')
@@ -169,7 +169,7 @@ def _element(element: Element, write: Writer, rng: random.Random) -> str:
     if kind == "lazy":
         return f'<img class="lazy" src="{PLACEHOLDER}" data-src="{href}" alt="{text}">'
     if kind == "banner":
-        return f"<div class=\"banner\" style=\"background-image: url('{href}')\"></div>"
+        return f'<div class="banner" style="background-image: url(\'{href}\')"></div>'
     if kind == "video":
         return (
             f'<video controls preload="none" poster="{href}">'

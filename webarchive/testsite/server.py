@@ -50,7 +50,7 @@ class Response:
     chunked: bool = False
 
 
-CHUNK_SIZE = 4096  # the size of the chunks a chunked body is cut into
+CHUNK_SIZE = 1024  # chunked bodies are cut in pieces this size: pages of a few KiB make several
 
 
 def html_page(title: str, body: str, *, status: int = 200) -> Response:
@@ -336,6 +336,11 @@ class TestSite:
         return self.generated.pages
 
     @property
+    def bound(self) -> bool:
+        """Whether the site listens (its port is then final)."""
+        return self._bound
+
+    @property
     def base_url(self) -> str:
         return f"{self.scheme}://{HOST}:{self.port}"
 
@@ -406,7 +411,9 @@ class TestSite:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.load_cert_chain(*self._tls)
             # The handshake happens in the request's thread (handler setup), not in accept.
-            server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
+            server.socket = context.wrap_socket(
+                server.socket, server_side=True, do_handshake_on_connect=False
+            )
 
     def _serve_in_threads(self, servers: list[_Server]) -> None:
         for server in servers:

@@ -19,7 +19,9 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
-from urllib.parse import quote, urljoin
+from urllib.parse import quote, urljoin, urlsplit
+
+from ..urls import remove_dot_segments
 
 # Hop letters (Heritrix convention).
 NAVIGATION = "L"
@@ -48,11 +50,6 @@ class Document:
     content_type: str
     charset: str | None
     body: bytes
-
-    def header_values(self, name: str) -> list[str]:
-        """Every value of the header ``name`` (case-insensitive), in order."""
-        name = name.lower()
-        return [value for key, value in self.headers if key.lower() == name]
 
 
 @dataclass(frozen=True)
@@ -113,6 +110,9 @@ _LABELS = {
     "x-mac-roman": "mac-roman",
 }
 
+# Encodings browsers refuse to read a page in (UTF-7 was a cross-site scripting vector).
+_NOT_FOR_THE_WEB = frozenset({"utf-7", "utf-32", "utf-32-le", "utf-32-be"})
+
 
 def encoding_name(label: str | None) -> str | None:
     """The Python codec for a charset label as browsers read it, or ``None`` if it is unknown."""
@@ -121,9 +121,10 @@ def encoding_name(label: str | None) -> str | None:
     label = label.strip().strip("\"'").strip().lower()
     label = _LABELS.get(label, label)
     try:
-        return codecs.lookup(label).name
+        name = codecs.lookup(label).name
     except (LookupError, ValueError):
         return None
+    return None if name in _NOT_FOR_THE_WEB else name
 
 
 def decode(
@@ -216,6 +217,19 @@ class Resolver:
         self.base = base
         self.encoding = encoding
         self._legacy = encoding not in _UNICODE_ENCODINGS
+        # The common references (absolute, "/path", "name.html") are joined by concatenation:
+        # urljoin costs more than everything else done for a link.
+        self._origin = None
+        try:
+            parts = urlsplit(base)
+        except ValueError:
+            return
+        if parts.scheme in WEB_SCHEMES and parts.netloc and base.startswith(f"{parts.scheme}://"):
+            self._scheme = parts.scheme
+            self._origin = f"{parts.scheme}://{parts.netloc}"
+            path = parts.path or "/"
+            self._document = self._origin + path
+            self._directory = self._origin + path[: path.rfind("/") + 1]
 
     def resolve(self, reference: str) -> str | None:
         """The absolute http(s) URL ``reference`` points to, or ``None``."""
@@ -231,17 +245,46 @@ class Resolver:
             # Browsers read backslashes as slashes in http(s) URLs, up to the query.
             head, mark, tail = reference.partition("?")
             reference = head.replace("\\", "/") + mark + tail
-        try:
-            url = urljoin(self.base, reference)
-        except ValueError:  # e.g. an unbalanced "[" in the host
-            return None
-        if not url.startswith(("http://", "https://")):
+        url = self._join(reference, match)
+        if url is None or not url.startswith(("http://", "https://")):
             return None
         if "#" in url:
             url = url.partition("#")[0]  # never sent to a server: one URL, not one per anchor
         if self._legacy and "?" in url and not url.isascii():
             url = self._encode_query(url)
         return url
+
+    def _join(self, reference: str, scheme: re.Match | None) -> str | None:
+        # The WHATWG URL parser's rules for http(s) references, by hand. urljoin is slower and
+        # differs from browsers ("a//b" loses a slash, "?" keeps the base's query).
+        origin = self._origin
+        if scheme is not None:
+            name = scheme.group(1).lower()
+            rest = reference[scheme.end() :]
+            if rest.startswith("//") or origin is None or name != self._scheme:
+                return f"{name}://{rest.lstrip('/')}"
+            reference = rest  # "http:page.html" on an http page is relative
+            if not reference:
+                return self._document
+        if origin is None:
+            try:
+                return urljoin(self.base, reference)
+            except ValueError:  # e.g. an unbalanced "[" in the host
+                return None
+        if reference[0] == "/":
+            if reference[1:2] == "/":
+                return f"{self._scheme}:{reference}"
+            path = reference
+        elif reference[0] == "?":
+            return self._document + reference
+        else:
+            path = self._directory[len(origin) :] + reference
+        if "." in path:
+            path, mark, rest = path.partition("?")
+            if "/." in path:
+                path = remove_dot_segments(path)
+            path = path + mark + rest
+        return origin + path
 
     def _encode_query(self, url: str) -> str:
         # A browser sends the query of a link in a legacy-encoded page in that encoding (the path in UTF-8).

@@ -15,10 +15,10 @@ CSS_TYPES = frozenset({"text/css"})
 
 _COMMENT = re.compile(r"/\*.*?(?:\*/|\Z)", re.DOTALL)
 _IMPORT = re.compile(
-    r"""@import\s*(?:url\(\s*(?:"([^"]*)"|'([^']*)'|([^)"'\s]*))\s*\)|"([^"]*)"|'([^']*)')""",
+    r"""@import\s*(?:url\(\s*(?:"([^"]*)"|'([^']*)'|((?:[^)"'\s\\]|\\.)*))\s*\)|"([^"]*)"|'([^']*)')""",
     re.IGNORECASE,
 )
-_URL = re.compile(r"""\burl\(\s*(?:"([^"]*)"|'([^']*)'|([^)"'\s]*))\s*\)""", re.IGNORECASE)
+_URL = re.compile(r"""\burl\(\s*(?:"([^"]*)"|'([^']*)'|((?:[^)"'\s\\]|\\.)*))\s*\)""", re.IGNORECASE)
 _IMAGE_SET = re.compile(r"image-set\(((?:[^()]|\([^()]*\))*)\)", re.IGNORECASE)
 _STRING = re.compile(r""""([^"]*)"|'([^']*)'""")
 _ESCAPE = re.compile(r"\\(?:([0-9a-fA-F]{1,6})[ \t\n\r\f]?|(.))", re.DOTALL)

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborNode as Node
 
 from .base import (
     EMBED,
@@ -149,15 +150,8 @@ def html_links(
     base_element = tree.css_first("base[href]")
     if base_element is not None:
         base = Resolver(url, encoding).resolve(base_element.attributes.get("href") or "") or url
-    resolver = Resolver(base, encoding)
-    links: list[Link] = []
-
-    def add(reference: str | None, hop: str, context: str) -> None:
-        if reference:
-            absolute = resolver.resolve(reference)
-            if absolute:
-                links.append(Link(absolute, hop, context))
-
+    page = _Page(Resolver(base, encoding), options, srcdoc)
+    # One pass over the elements, comparing lexbor's tag ids: much cheaper than a CSS selector per kind.
     for node in tree.css("*"):
         tag_id = node.tag_id
         tag = _IDS.get(tag_id)
@@ -167,65 +161,84 @@ def html_links(
             tag = (node.tag or "").lower()
             if tag not in _HANDLED_TAGS:
                 continue
+        page.element(tag, node)
+    for attribute, is_srcset in _ANY_ELEMENT_ATTRIBUTES:
+        for node in tree.css(f"[{attribute}]"):
+            value = node.attributes.get(attribute)
+            if value:
+                context = f"{(node.tag or '').lower()}/@{attribute}"
+                for reference in parse_srcset(value) if is_srcset else (value,):
+                    page.add(reference, EMBED, context)
+    for node in tree.css("[style]"):
+        value = node.attributes.get("style")
+        if value and "(" in value:
+            page.links.extend(css_links(value, page.resolver, f"{(node.tag or '').lower()}/@style"))
+    return page.links
+
+
+class _Page:
+    """The links of one HTML document, as its elements are read."""
+
+    def __init__(self, resolver: Resolver, options: ExtractOptions, srcdoc: bool):
+        self.resolver = resolver
+        self.options = options
+        self.srcdoc = srcdoc
+        self.links: list[Link] = []
+
+    def add(self, reference: str | None, hop: str, context: str) -> None:
+        if reference:
+            url = self.resolver.resolve(reference)
+            if url:
+                self.links.append(Link(url, hop, context))
+
+    def element(self, tag: str, node: Node) -> None:
         attributes = node.attributes
         for attribute, hop, is_srcset in _URL_ATTRIBUTES.get(tag, ()):
             value = attributes.get(attribute)
             if not value:
                 continue
+            context = f"{tag}/@{attribute}"
             if is_srcset:
                 for reference in parse_srcset(value):
-                    add(reference, hop, f"{tag}/@{attribute}")
+                    self.add(reference, hop, context)
             elif hop == NAVIGATION and value.lstrip(_WHITESPACE)[:11].lower() == "javascript:":
-                if options.javascript:
-                    links.extend(
-                        script_links(value.lstrip(_WHITESPACE)[11:], resolver, f"{tag}/@{attribute}")
-                    )
+                if self.options.javascript:
+                    code = value.lstrip(_WHITESPACE)[11:]
+                    self.links.extend(script_links(code, self.resolver, context))
             else:
-                add(value, hop, f"{tag}/@{attribute}")
+                self.add(value, hop, context)
         if tag in _SPECIAL_TAGS:
-            _special(tag, node, attributes, resolver, options, add, links, srcdoc)
+            self._special(tag, node, attributes)
 
-    for attribute, is_srcset in _ANY_ELEMENT_ATTRIBUTES:
-        for node in tree.css(f"[{attribute}]"):
-            value = node.attributes.get(attribute)
-            if not value:
-                continue
-            context = f"{(node.tag or '').lower()}/@{attribute}"
-            for reference in parse_srcset(value) if is_srcset else (value,):
-                add(reference, EMBED, context)
-    for node in tree.css("[style]"):
-        value = node.attributes.get("style")
-        if value and "(" in value:
-            links.extend(css_links(value, resolver, f"{(node.tag or '').lower()}/@style"))
-    return links
-
-
-def _special(tag, node, attributes, resolver, options, add, links, srcdoc) -> None:
-    """The elements whose links depend on other attributes or on their content."""
-    if tag == "link":
-        hop = hop_for_relations(attributes.get("rel") or "")
-        if hop:
-            add(attributes.get("href"), hop, "link/@href")
-    elif tag == "meta":
-        if (attributes.get("http-equiv") or "").strip().lower() == "refresh":
-            add(parse_refresh(attributes.get("content") or ""), REDIRECT, "meta/refresh")
-    elif tag == "script":
-        script_type = (attributes.get("type") or "").strip().lower()
-        if options.javascript and "src" not in attributes and script_type in _SCRIPT_TYPES:
-            links.extend(script_links(node.text(deep=True), resolver))
-    elif tag == "style":
-        links.extend(css_links(node.text(deep=True), resolver))
-    elif tag == "form":
-        method = (attributes.get("method") or "get").strip().lower()
-        if options.forms and method == "get":
-            add(attributes.get("action"), NAVIGATION, "form/@action")
-    elif tag == "param":
-        if (attributes.get("name") or "").strip().lower() in _FLASH_PARAMETERS:
-            add(attributes.get("value"), EMBED, "param/@value")
-    elif tag == "iframe":
-        document = attributes.get("srcdoc")
-        if document and not srcdoc:  # one level: a srcdoc inside a srcdoc is not followed
-            links.extend(html_links(document, resolver.base, resolver.encoding, options, srcdoc=True))
+    def _special(self, tag: str, node: Node, attributes: dict[str, str | None]) -> None:
+        """The elements whose links depend on other attributes or on their content."""
+        if tag == "link":
+            hop = hop_for_relations(attributes.get("rel") or "")
+            if hop:
+                self.add(attributes.get("href"), hop, "link/@href")
+        elif tag == "meta":
+            if (attributes.get("http-equiv") or "").strip().lower() == "refresh":
+                self.add(parse_refresh(attributes.get("content") or ""), REDIRECT, "meta/refresh")
+        elif tag == "script":
+            script_type = (attributes.get("type") or "").strip().lower()
+            if self.options.javascript and "src" not in attributes and script_type in _SCRIPT_TYPES:
+                self.links.extend(script_links(node.text(deep=True), self.resolver))
+        elif tag == "style":
+            self.links.extend(css_links(node.text(deep=True), self.resolver))
+        elif tag == "form":
+            method = (attributes.get("method") or "get").strip().lower()
+            if self.options.forms and method == "get":
+                self.add(attributes.get("action"), NAVIGATION, "form/@action")
+        elif tag == "param":
+            if (attributes.get("name") or "").strip().lower() in _FLASH_PARAMETERS:
+                self.add(attributes.get("value"), EMBED, "param/@value")
+        elif tag == "iframe":
+            document = attributes.get("srcdoc")
+            if document and not self.srcdoc:  # one level: a srcdoc inside a srcdoc is not read
+                resolver = self.resolver
+                self.links.extend(
+                    html_links(document, resolver.base, resolver.encoding, self.options, srcdoc=True)
+                )
 
 
 def looks_like_html(body: bytes) -> bool:

@@ -7,9 +7,10 @@ and it prefers missing a URL to inventing one: a literal is taken when it is
   host name (XML namespace names such as ``http://www.w3.org/2000/svg`` are not
   URLs anyone fetches), or
 - a path starting with ``/``, ``./`` or ``../`` whose last segment has a known
-  file extension (``/img/logo.png``), or that has several segments and ends in a
-  file name (``/assets/app.bundle.v2``) — not ``/``, not ``/api/users``, not a
-  route pattern (``/user/:id``), not a template (``/item/${id}.html``).
+  file extension (``/img/logo.png``, ``./chunk.js``), or a path starting with ``/``
+  that has several segments and ends in a file name (``/assets/app.bundle.v2``) —
+  not ``/``, not ``/api/users``, not a route pattern (``/user/:id``), not a
+  template (``/item/${id}.html``), not a module name (``../modules/es.array.from``).
 """
 
 from __future__ import annotations
@@ -74,6 +75,8 @@ def _looks_like_url(literal: str) -> bool:
         return False
     if last.rpartition(".")[2].lower() in KNOWN_EXTENSIONS and _FILE_NAME.fullmatch(last):
         return True
+    if path[0] == ".":
+        return False  # "./x.y" and "../x.y" with an unknown extension are module names, not files
     segments = [segment for segment in directory.split("/") if segment not in ("", ".", "..")]
     return bool(segments) and _FILE_NAME.fullmatch(last) is not None
 

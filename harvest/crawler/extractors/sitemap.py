@@ -24,7 +24,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 
 # Bounded repetitions keep the scan linear on truncated or hostile input.
 _LOC = re.compile(
-    r"<((?:[\w.-]{1,64}:)?loc)\b[^>]{0,1024}>\s*(<!\[CDATA\[.{0,16384}?\]\]>|[^<]{0,16384})\s*</(?:[\w.-]{1,64}:)?loc\s*>",
+    r"<((?:[\w.-]{1,64}:)?loc)\b[^>]{0,1024}>"  # <loc>, <image:loc>…
+    r"\s*(<!\[CDATA\[.{0,16384}?\]\]>|[^<]{0,16384})\s*"
+    r"</(?:[\w.-]{1,64}:)?loc\s*>",
     re.IGNORECASE | re.DOTALL,
 )
 _ALTERNATE = re.compile(r"<(?:[\w.-]+:)?link\b[^>]*?\bhref\s*=\s*(?:\"([^\"]*)\"|'([^']*)')", re.IGNORECASE)
@@ -64,16 +66,14 @@ def gunzip(body: bytes, limit: int = MAX_UNCOMPRESSED) -> bytes:
         return b""
 
 
-def _xml_links(text: str, resolver: Resolver) -> Iterator[Link]:
-    kind = "sitemapindex" if _INDEX.search(text[:4096]) else "sitemap"
+def _xml_links(text: str, kind: str, resolver: Resolver) -> Iterator[Link]:
     for match in _LOC.finditer(text):
         value = match.group(2)
         if "<![CDATA[" in value:
             value = _CDATA.sub(r"\1", value)
         url = resolver.resolve(html.unescape(value.strip()))
         if url:
-            name = match.group(1).lower()
-            yield Link(url, SITEMAP, f"{kind}/{name}" if name != "loc" else f"{kind}/loc")
+            yield Link(url, SITEMAP, f"{kind}/{match.group(1).lower()}")
     if kind == "sitemap" and "link" in text:
         for match in _ALTERNATE.finditer(text):
             url = resolver.resolve(html.unescape(match.group(1) or match.group(2) or ""))
@@ -116,9 +116,11 @@ class SitemapExtractor:
             body = gunzip(body)
         declared = None if body is not document.body else document.charset
         text, _ = decode(body, declared=declared, sniff=sniff_xml_charset)
-        head = text[:65536]
-        if _URLSET.search(head) or _INDEX.search(head):
-            return list(_xml_links(text, resolver))
+        head = text[:65536]  # the root element, after the XML declaration and any comments
+        if _INDEX.search(head):
+            return list(_xml_links(text, "sitemapindex", resolver))
+        if _URLSET.search(head):
+            return list(_xml_links(text, "sitemap", resolver))
         if is_text_sitemap(document):
             urls = (resolver.resolve(match.group(1)) for match in _TEXT_URL.finditer(text))
             return [Link(url, SITEMAP, "sitemap/text") for url in urls if url]

@@ -34,12 +34,18 @@ class Command(BaseCommand):
             type=int,
             help="Links to follow from the seeds (sets the depth policy to “the page and N clicks”).",
         )
-        parser.add_argument("--policy", choices=POLICIES, default="host", help="Depth policy (default: host).")
+        parser.add_argument(
+            "--policy", choices=POLICIES, default="host", help="Depth policy (default: host)."
+        )
         parser.add_argument("--max-objects", type=int, default=-1, help="Per site (default: no limit).")
         parser.add_argument("--max-bytes", type=int, default=-1, help="Per site (default: no limit).")
         parser.add_argument("--max-seconds", type=float, default=0, help="Time limit (default: none).")
-        parser.add_argument("--accept", action="append", default=[], metavar="RE", help="Accept rule (repeat).")
-        parser.add_argument("--reject", action="append", default=[], metavar="RE", help="Reject rule (repeat).")
+        parser.add_argument(
+            "--accept", action="append", default=[], metavar="RE", help="Accept rule (repeat)."
+        )
+        parser.add_argument(
+            "--reject", action="append", default=[], metavar="RE", help="Reject rule (repeat)."
+        )
         parser.add_argument("--warc-dir", default="warcs", help="Where to write (default: ./warcs).")
         parser.add_argument("--prefix", default="crawl", help="WARC file name prefix (default: crawl).")
         parser.add_argument(
