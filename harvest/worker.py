@@ -25,6 +25,7 @@ from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.engine import CrawlEngine
 from harvest.crawler.fetch import Fetcher
 from harvest.crawler.site import OPERATOR, SiteCrawl, SiteSettings
+from harvest.selectors import crawl_log_path
 from harvest.services.crawls import (
     site_crawl_begin,
     site_crawl_end,
@@ -84,10 +85,6 @@ def warcinfo(description: str) -> dict[str, str]:
         "format": "WARC File Format 1.1",
         "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
     }
-
-
-def crawl_log_path(job_id: int) -> Path:
-    return Path(settings.HARVEST_SPOOL_DIR) / "jobs" / str(job_id) / "crawl.log"
 
 
 @dataclass
@@ -186,6 +183,8 @@ def site_settings(entry, job) -> SiteSettings:
         max_path_repeats=settings.HARVEST_TRAP_PATH_REPEATS,
         max_per_directory=settings.HARVEST_TRAP_PER_DIRECTORY,
         max_per_script=settings.HARVEST_TRAP_PER_SCRIPT,
+        calendar_years_back=settings.HARVEST_TRAP_CALENDAR_YEARS_BACK,
+        calendar_years_ahead=settings.HARVEST_TRAP_CALENDAR_YEARS_AHEAD,
     )
 
 

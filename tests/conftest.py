@@ -1,5 +1,6 @@
 import pytest
 
+from tests.crawl_worker import crawl_worker  # noqa: F401  (a real Celery worker, for the crawl tests)
 from tests.factories import UserFactory
 from tests.testsite_fixtures import testsite  # noqa: F401  (the session-wide test website)
 from webarchive.permissions import Role
@@ -9,6 +10,13 @@ from webarchive.permissions import Role
 def _fast_password_hashing(settings):
     """Tests create many users; the production hasher is slow on purpose."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def _crawl_output_in_tmp(settings, tmp_path):
+    """WARC files and crawl logs that a test makes (a job ending writes some) go to its own folder."""
+    settings.HARVEST_WARC_DIR = tmp_path / "warcs"
+    settings.HARVEST_SPOOL_DIR = tmp_path / "spool"
 
 
 @pytest.fixture

@@ -1,8 +1,10 @@
 """The ``testsite`` fixture: the synthetic test website (webarchive.testsite) on 127.0.0.1.
 
 Imported by tests/conftest.py. One server for the whole session, on a free port;
-``testsite.url("/ok")`` gives a URL on it. ``self_signed_certificate`` makes what
-``TestSite(tls=…)`` needs to serve HTTPS.
+``testsite.url("/ok")`` gives a URL on it, ``testsite.url("/site/")`` its generated
+website (100 pages, 127.0.0.1 only; tests that need other sizes or the CDN and
+external hosts make their own ``TestSite(pages=…, hosts=3)``).
+``self_signed_certificate`` makes what ``TestSite(tls=…)`` needs to serve HTTPS.
 """
 
 import shutil

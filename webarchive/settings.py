@@ -91,6 +91,9 @@ HARVEST_MAX_FETCH_SECONDS = env.float("HARVEST_MAX_FETCH_SECONDS", default=600.0
 HARVEST_TRAP_PATH_REPEATS = env.int("HARVEST_TRAP_PATH_REPEATS", default=2)
 HARVEST_TRAP_PER_DIRECTORY = env.int("HARVEST_TRAP_PER_DIRECTORY", default=5_000)
 HARVEST_TRAP_PER_SCRIPT = env.int("HARVEST_TRAP_PER_SCRIPT", default=500)
+# Calendar traps: dates (a year and a month) further back or further ahead than this.
+HARVEST_TRAP_CALENDAR_YEARS_BACK = env.int("HARVEST_TRAP_CALENDAR_YEARS_BACK", default=30)
+HARVEST_TRAP_CALENDAR_YEARS_AHEAD = env.int("HARVEST_TRAP_CALENDAR_YEARS_AHEAD", default=2)
 # How often (seconds) a running site crawl writes its progress and looks for a stop request.
 HARVEST_PROGRESS_INTERVAL = env.float("HARVEST_PROGRESS_INTERVAL", default=2.0)
 # A started job none of whose sites has made progress for this long is failed.

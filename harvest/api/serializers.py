@@ -11,7 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from harvest.choices import HarvestKind, JobStatus
+from harvest.choices import HarvestKind
 from harvest.models import (
     BudgetMapping,
     CollectionMapping,
@@ -20,18 +20,14 @@ from harvest.models import (
     GlobalCrawlerTrapList,
     HarvestChannel,
     HarvestDefinition,
-    HarvestInfo,
     HarvestTemplate,
-    Job,
-    JobConfiguration,
     Schedule,
     SeedList,
     TransferReport,
 )
 from harvest.services.planning import SELECTIVE_FIELDS, SNAPSHOT_FIELDS
-from harvest.validators import domain_name_normalise, trap_list
+from harvest.validators import domain_name_normalise
 from selection.models import Collection
-from storage.models import WarcFile
 
 # Limits are -1 (no limit) or more; said at the field before the service's constraint says it for the row.
 LIMIT = {"min_value": -1}
@@ -483,185 +479,3 @@ class TransferRequestSerializer(serializers.Serializer):
         if ("collection" in attrs) == ("harvest_definition" in attrs):
             raise serializers.ValidationError(_("Give either a collection or a harvest definition."))
         return attrs
-
-
-# Jobs ------------------------------------------------------------------------------------------
-
-
-class JobSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = Job
-        fields = [
-            "id",
-            "harvest_definition",
-            "run_number",
-            "channel",
-            "queue",
-            "status",
-            "template",
-            "template_version",
-            "max_seconds",
-            "domain_count",
-            "expected_objects",
-            "created_at",
-            "submitted_at",
-            "started_at",
-            "ended_at",
-            "errors",
-            "resubmitted_as",
-            "continuation_of",
-        ]
-        read_only_fields = fields
-
-
-class JobDetailSerializer(JobSerializer):
-    """A job with what it froze (the template settings and traps) and links to its parts."""
-
-    configurations_url = serializers.SerializerMethodField(
-        help_text=_("The job's domain configurations, paginated.")
-    )
-    progress_url = serializers.SerializerMethodField(help_text=_("The job's progress summed over its sites."))
-    sites_url = serializers.SerializerMethodField(help_text=_("The progress of each site, paginated."))
-    files_url = serializers.SerializerMethodField(help_text=_("The job's WARC files, paginated."))
-
-    class Meta(JobSerializer.Meta):
-        fields = [
-            *JobSerializer.Meta.fields,
-            "dispatched_at",
-            "stop_requested_at",
-            "template_settings",
-            "crawler_traps",
-            "configurations_url",
-            "progress_url",
-            "sites_url",
-            "files_url",
-        ]
-        read_only_fields = fields
-
-    def _url(self, name: str, job) -> str:
-        url = reverse(f"api:job-{name}", kwargs={"pk": job.pk})
-        request = self.context.get("request")
-        return request.build_absolute_uri(url) if request else url
-
-    @extend_schema_field(OpenApiTypes.URI)
-    def get_configurations_url(self, job) -> str:
-        return self._url("configurations", job)
-
-    @extend_schema_field(OpenApiTypes.URI)
-    def get_progress_url(self, job) -> str:
-        return self._url("progress", job)
-
-    @extend_schema_field(OpenApiTypes.URI)
-    def get_sites_url(self, job) -> str:
-        return self._url("sites", job)
-
-    @extend_schema_field(OpenApiTypes.URI)
-    def get_files_url(self, job) -> str:
-        return self._url("files", job)
-
-
-class JobConfigurationSerializer(serializers.ModelSerializer):
-    domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    configuration_name = serializers.CharField(source="configuration.name", read_only=True)
-    seeds = serializers.ListField(source="seed_urls", child=serializers.CharField(), read_only=True)
-    crawler_traps = serializers.SerializerMethodField(
-        help_text=_("The domain's traps when the job was made.")
-    )
-
-    class Meta:
-        model = JobConfiguration
-        fields = [
-            "id",
-            "configuration",
-            "configuration_name",
-            "domain",
-            "seeds",
-            "max_objects",
-            "max_bytes",
-            "max_request_rate",
-            "expected_objects",
-            "crawler_traps",
-        ]
-        read_only_fields = fields
-
-    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
-    def get_crawler_traps(self, entry) -> list:
-        return trap_list(entry.crawler_traps)
-
-
-class HarvestInfoSerializer(serializers.ModelSerializer):
-    domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
-
-    class Meta:
-        model = HarvestInfo
-        fields = [
-            "id",
-            "job",
-            "configuration",
-            "domain",
-            "object_count",
-            "byte_count",
-            "stop_reason",
-            "created_at",
-        ]
-        read_only_fields = fields
-
-
-class SiteCountsSerializer(serializers.Serializer):
-    total = serializers.IntegerField(source="sites_total")
-    queued = serializers.IntegerField(source="sites_queued")
-    running = serializers.IntegerField(source="sites_running")
-    ended = serializers.IntegerField(source="sites_ended")
-
-
-class JobProgressSerializer(serializers.Serializer):
-    """A job's progress summed over its sites, as the site crawls last reported it."""
-
-    id = serializers.IntegerField()
-    status = serializers.ChoiceField(choices=JobStatus.choices)
-    submitted_at = serializers.DateTimeField(allow_null=True)
-    started_at = serializers.DateTimeField(allow_null=True)
-    stop_requested_at = serializers.DateTimeField(allow_null=True)
-    ended_at = serializers.DateTimeField(allow_null=True)
-    sites = SiteCountsSerializer(source="*")
-    urls_done = serializers.IntegerField()
-    urls_queued = serializers.IntegerField()
-    bytes_done = serializers.IntegerField()
-    error_count = serializers.IntegerField()
-    rate = serializers.FloatField(help_text=_("URLs per second, summed over the running sites."))
-
-
-class SiteProgressSerializer(serializers.ModelSerializer):
-    """One site crawl of a job: its state and the progress it last reported."""
-
-    domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
-
-    class Meta:
-        model = JobConfiguration
-        fields = [
-            "id",
-            "domain",
-            "configuration",
-            "state",
-            "attempts",
-            "worker",
-            "started_at",
-            "progress_at",
-            "ended_at",
-            "urls_done",
-            "urls_queued",
-            "bytes_done",
-            "error_count",
-            "rate",
-            "current_url",
-            "stop_reason",
-            "error",
-        ]
-        read_only_fields = fields
-
-
-class WarcFileSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = WarcFile
-        fields = ["id", "name", "path", "size", "sha256", "records", "created_at", "closed_at", "recovered"]
-        read_only_fields = fields

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.db.models import Count, Prefetch
 from django.utils.translation import gettext as _
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -28,30 +28,20 @@ from harvest.api.serializers import (
     DomainListReportSerializer,
     DomainSerializer,
     HarvestDefinitionSerializer,
-    HarvestInfoSerializer,
-    JobConfigurationSerializer,
-    JobDetailSerializer,
-    JobProgressSerializer,
-    JobSerializer,
     ScheduleSerializer,
     SeedListSerializer,
-    SiteProgressSerializer,
     TemplateSerializer,
     TransferReportSerializer,
     TransferRequestSerializer,
     TrapListSerializer,
-    WarcFileSerializer,
 )
-from harvest.choices import SiteState, StopReason
 from harvest.filtersets import (
     ChannelFilterSet,
     ConfigurationFilterSet,
     DomainFilterSet,
     HarvestDefinitionFilterSet,
-    JobFilterSet,
     ScheduleFilterSet,
     SeedListFilterSet,
-    SiteCrawlFilterSet,
     TemplateFilterSet,
     TransferReportFilterSet,
     TrapListFilterSet,
@@ -64,17 +54,13 @@ from harvest.models import (
     GlobalCrawlerTrapList,
     HarvestChannel,
     HarvestDefinition,
-    HarvestInfo,
     HarvestTemplate,
-    Job,
-    JobConfiguration,
     Schedule,
     SeedList,
     TransferReport,
 )
-from harvest.services import crawls, domains, jobs, planning, transfer
+from harvest.services import domains, planning, transfer
 from harvest.validators import domain_name_normalise
-from harvest.views.jobs import job_sites, job_totals
 from webarchive.api.viewsets import NoDeleteViewSet, ReadOnlyViewSet, RestrictedQuerysetMixin
 from webarchive.permissions import CHANGE, VIEW, Area, restrict
 
@@ -501,113 +487,3 @@ class TransferViewSet(PlanningViewSetMixin, ReadOnlyViewSet):
             TransferReportSerializer(reports, many=True, context=self.get_serializer_context()).data,
             status=status.HTTP_201_CREATED if reports else status.HTTP_200_OK,
         )
-
-
-# Jobs ------------------------------------------------------------------------------------------
-
-
-class JobViewSet(ReadOnlyViewSet):
-    """Jobs: read them and their progress (curators and engineers); stop or resubmit them (engineers)."""
-
-    # Curators read jobs (quality, planning); engineers also stop and resubmit them.
-    area = Area.PLANNING
-    action_permissions = {"resubmit": (CHANGE, None), "stop": (CHANGE, None)}
-    queryset = Job.objects.all()
-    filterset_class = JobFilterSet
-
-    def get_queryset(self):
-        queryset = super().get_queryset()
-        if self.action == "list":  # the frozen settings are for one job at a time
-            queryset = queryset.defer("template_settings", "crawler_traps")
-        return queryset
-
-    def get_serializer_class(self):
-        return JobSerializer if self.action == "list" else JobDetailSerializer
-
-    def _detail(self, job, status_code=status.HTTP_200_OK):
-        return Response(
-            JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status_code
-        )
-
-    @extend_schema(responses=JobConfigurationSerializer(many=True))
-    @action(
-        detail=True,
-        methods=["get"],
-        serializer_class=JobConfigurationSerializer,
-        filterset_class=None,
-    )
-    def configurations(self, request, pk=None):
-        """The job's domain configurations as it froze them: seeds, limits, traps (paginated)."""
-        job = self.get_object()
-        entries = (
-            JobConfiguration.objects.filter(job=job)
-            .select_related("domain", "configuration")
-            .order_by("-expected_objects", "pk")
-        )
-        page = self.paginate_queryset(entries)
-        return self.get_paginated_response(JobConfigurationSerializer(page, many=True).data)
-
-    @extend_schema(responses=JobProgressSerializer)
-    @action(detail=True, methods=["get"], serializer_class=JobProgressSerializer, filterset_class=None)
-    def progress(self, request, pk=None):
-        """The job's status and its progress summed over its sites, as they last reported it."""
-        job = self.get_object()
-        fields = ("id", "status", "submitted_at", "started_at", "stop_requested_at", "ended_at")
-        progress = {name: getattr(job, name) for name in fields} | job_totals(job)
-        return Response(JobProgressSerializer(progress).data)
-
-    @extend_schema(
-        responses=SiteProgressSerializer(many=True),
-        parameters=[
-            OpenApiParameter(
-                "state",
-                str,
-                enum=SiteState.values,
-                many=True,
-                explode=True,
-                description=_("State (repeatable)."),
-            ),
-            OpenApiParameter("stop_reason", str, enum=StopReason.values),
-            OpenApiParameter("domain", str, description=_("Part of the domain name.")),
-        ],
-    )
-    @action(detail=True, methods=["get"], serializer_class=SiteProgressSerializer, filterset_class=None)
-    def sites(self, request, pk=None):
-        """The progress of each site of the job, running ones first (paginated; filter by state)."""
-        job = self.get_object()
-        filterset = SiteCrawlFilterSet(request.query_params, queryset=job_sites(job), request=request)
-        if not filterset.is_valid():
-            raise ValidationError(filterset.errors)
-        page = self.paginate_queryset(filterset.qs)
-        return self.get_paginated_response(SiteProgressSerializer(page, many=True).data)
-
-    @extend_schema(responses=WarcFileSerializer(many=True))
-    @action(detail=True, methods=["get"], serializer_class=WarcFileSerializer, filterset_class=None)
-    def files(self, request, pk=None):
-        """The job's closed WARC files: name, size, records, SHA-256 (paginated, oldest first)."""
-        job = self.get_object()
-        page = self.paginate_queryset(job.warc_files.order_by("created_at", "name"))
-        return self.get_paginated_response(WarcFileSerializer(page, many=True).data)
-
-    @extend_schema(request=None, responses=JobDetailSerializer)
-    @action(detail=True, methods=["post"], filterset_class=None)
-    def stop(self, request, pk=None):
-        """Stop a submitted or running job: its queued sites end at once, its running sites within seconds."""
-        return self._detail(crawls.job_stop(job=self.get_object(), user=request.user))
-
-    @extend_schema(request=None, responses={201: JobDetailSerializer})
-    @action(detail=True, methods=["post"], filterset_class=None)
-    def resubmit(self, request, pk=None):
-        """Run the job again as a new job with the same contents; answers with the new job."""
-        return self._detail(
-            jobs.job_resubmit(job=self.get_object(), user=request.user), status.HTTP_201_CREATED
-        )
-
-
-class HarvestInfoViewSet(ReadOnlyViewSet):
-    """What each domain configuration of each job yielded, and why it stopped (Reports)."""
-
-    area = Area.REPORTS
-    queryset = HarvestInfo.objects.select_related("domain")
-    serializer_class = HarvestInfoSerializer
-    filterset_fields = ["job", "configuration", "domain", "stop_reason"]

@@ -34,7 +34,11 @@ FAILED = "failed"
 
 # Documents whose links are extracted; everything else is stored and not read.
 EXTRACTED_TYPES = (
+    "",  # untyped: the extractors sniff
     "text/html",
+    "image/svg+xml",
+    "application/json",
+    "application/manifest+json",
     "application/xhtml+xml",
     "text/css",
     "application/javascript",
@@ -77,6 +81,8 @@ class SiteSettings:
     max_path_repeats: int = 2
     max_per_directory: int = 5_000
     max_per_script: int = 500
+    calendar_years_back: int = 30  # dates further back, or further ahead, are calendar traps
+    calendar_years_ahead: int = 2
 
     @property
     def site(self) -> str:
@@ -119,6 +125,7 @@ class SiteCrawl:
             max_path_repeats=settings.max_path_repeats,
             max_per_directory=settings.max_per_directory,
             max_per_script=settings.max_per_script,
+            calendar_years=(settings.calendar_years_back, settings.calendar_years_ahead),
         )
         self.options = ExtractOptions(
             javascript=settings.extract_javascript,

@@ -4,9 +4,11 @@ Four rules, each an annotation for the crawl log:
 
 - ``trap:path-repeat`` — a path segment repeated more than ``max_path_repeats``
   times (``/a/b/a/b/a/b/``: relative links resolved against the wrong base);
-- ``trap:calendar`` — a year (1900 to 2199) as a path segment or a query value,
-  alone or followed by a month and day (``2031``, ``2031-05``, ``20310517``…),
-  too far in the past or the future (calendars link to the next month forever);
+- ``trap:calendar`` — a date too far in the past or the future (calendars link to
+  the next month forever): a year (1900 to 2199) followed by a month, as path
+  segments (``/2031/05/``) or in one value (``2031-05``, ``20310517``), or a year
+  in a query parameter named like a date (``?year=2031``). A year alone in a path
+  (``/node/1950``, ``/history/1914/``) is not a date: ids and archives keep theirs;
 - ``trap:directory`` — too many distinct URLs in one directory;
 - ``trap:parameters`` — too many distinct query strings for one path (faceted
   search, sort orders, session-like parameters).
@@ -32,6 +34,15 @@ _DATE = re.compile(
     r"(19\d\d|2[01]\d\d)(?:[-_.]?(?:0[1-9]|1[0-2])(?:[-_.]?(?:0[1-9]|[12]\d|3[01]))?)?(?:\.html?)?",
     re.IGNORECASE,
 )
+# The same with the month required: a date in one value.
+_YEAR_MONTH = re.compile(
+    r"(19\d\d|2[01]\d\d)[-_.]?(?:0[1-9]|1[0-2])(?:[-_.]?(?:0[1-9]|[12]\d|3[01]))?(?:\.html?)?",
+    re.IGNORECASE,
+)
+_YEAR = re.compile(r"19\d\d|2[01]\d\d")
+_MONTH = re.compile(r"0?[1-9]|1[0-2]")
+# Query parameter names that say their value is a date.
+_DATE_NAMES = ("year", "date", "month", "day", "cal", "time", "when", "period")
 
 
 class TrapGuard:
@@ -43,7 +54,7 @@ class TrapGuard:
         max_path_repeats: int = 2,
         max_per_directory: int = 5_000,
         max_per_script: int = 500,
-        calendar_years: tuple[int, int] = (5, 2),
+        calendar_years: tuple[int, int] = (30, 2),
         today: datetime.date | None = None,
         max_keys: int = 100_000,
     ):
@@ -79,18 +90,35 @@ class TrapGuard:
         return None
 
     def _out_of_calendar(self, segments: list[str], query: str) -> bool:
-        values = segments
-        if query:
-            values = [*segments, *(parameter.partition("=")[2] for parameter in query.split("&"))]
-        for value in values:
-            if len(value) < 4 or value[0] not in "12":
-                continue
-            match = _DATE.fullmatch(value)
-            if match and not self.first_year <= int(match.group(1)) <= self.last_year:
-                return True
-        return False
+        return any(not self.first_year <= year <= self.last_year for year in _calendar_years(segments, query))
 
     def _count(self, counters: dict[str, int], key: str) -> None:
         counters[key] = counters.get(key, 0) + 1
         if len(counters) > self.max_keys:
             del counters[next(iter(counters))]  # dicts keep insertion order: the oldest key
+
+
+def _calendar_years(segments: list[str], query: str):
+    """The years of the date-like parts of a URL (see the module's docstring)."""
+    for index, segment in enumerate(segments):
+        if len(segment) < 4 or segment[0] not in "12":
+            continue
+        if _YEAR.fullmatch(segment):
+            following = segments[index + 1] if index + 1 < len(segments) else ""
+            if _MONTH.fullmatch(following):
+                yield int(segment)
+            continue
+        match = _YEAR_MONTH.fullmatch(segment)
+        if match:
+            yield int(match.group(1))
+    if not query:
+        return
+    for parameter in query.split("&"):
+        name, _, value = parameter.partition("=")
+        if len(value) < 4 or value[0] not in "12":
+            continue
+        match = _YEAR_MONTH.fullmatch(value)
+        if match is None and any(word in name.lower() for word in _DATE_NAMES):
+            match = _DATE.fullmatch(value)
+        if match:
+            yield int(match.group(1))

@@ -13,8 +13,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models import BigIntegerField, Case, Count, FloatField, IntegerField, Q, Sum, Value, When
-from django.db.models.functions import Coalesce
+from django.db.models import Case, Count, Sum, Value, When
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
 from django.utils.cache import patch_vary_headers
@@ -23,9 +22,10 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.generic import View
 
-from harvest.choices import JobStatus, SiteState
+from harvest.choices import JobStatus
 from harvest.filtersets import JobFilterSet, SiteCrawlFilterSet
 from harvest.models import ExternalLink, Job
+from harvest.selectors import crawl_log_path, job_sites, job_totals, site_totals
 from harvest.services.crawls import job_stop
 from harvest.services.jobs import JOB_TRANSITIONS, job_resubmit
 from webarchive.forms import add_bootstrap_classes
@@ -41,59 +41,6 @@ SHOWN_WARC_FILES = 200
 SHOWN_EXTERNAL_LINKS = 50
 ACTIVE = (JobStatus.SUBMITTED, JobStatus.STARTED)  # the statuses whose progress is polled
 SITE_QUERY = ("state", "domain", "stop_reason", "sites_page")  # what the sites fragment is about
-
-
-# Reads shared with the REST API ----------------------------------------------------------------
-
-
-def site_totals(prefix: str = "") -> dict:
-    """Aggregates of site crawls: counts by state, summed progress (``prefix``: the relation from a Job)."""
-
-    def count(state=None):
-        condition = Q(**{f"{prefix}state": state}) if state else None
-        return Count(f"{prefix}pk", filter=condition)
-
-    def total(field):
-        return Coalesce(Sum(f"{prefix}{field}"), Value(0), output_field=BigIntegerField())
-
-    return {
-        "sites_total": count(),
-        "sites_queued": count(SiteState.QUEUED),
-        "sites_running": count(SiteState.RUNNING),
-        "sites_ended": count(SiteState.ENDED),
-        "urls_done": total("urls_done"),
-        "urls_queued": total("urls_queued"),
-        "bytes_done": total("bytes_done"),
-        "error_count": total("error_count"),
-        # Only running sites fetch: an ended site's last rate is history.
-        "rate": Coalesce(
-            Sum(f"{prefix}rate", filter=Q(**{f"{prefix}state": SiteState.RUNNING})),
-            Value(0.0),
-            output_field=FloatField(),
-        ),
-    }
-
-
-def job_totals(job: Job) -> dict:
-    """The progress of a job summed over its sites, in one query."""
-    return job.configurations.order_by().aggregate(**site_totals())
-
-
-def job_sites(job: Job):
-    """A job's site crawls with their progress: running ones first, then queued, then ended."""
-    return (
-        job.configurations.select_related("domain")
-        .defer("seeds", "crawler_traps", "report")
-        .annotate(
-            state_rank=Case(
-                When(state=SiteState.RUNNING, then=Value(0)),
-                When(state=SiteState.QUEUED, then=Value(1)),
-                default=Value(2),
-                output_field=IntegerField(),
-            )
-        )
-        .order_by("state_rank", "domain__name", "pk")
-    )
 
 
 @dataclass(frozen=True)
@@ -265,8 +212,7 @@ class JobDetailView(ObjectDetailView):
 
 def crawl_log_search(job: Job, *, site: str, pattern: str) -> dict:
     """At most LOG_LINES lines of the job's crawl log for ``site`` matching ``pattern``, or why none."""
-    from harvest.crawler.crawllog import search
-    from harvest.worker import crawl_log_path  # the crawler side, loaded only when a log is searched
+    from harvest.crawler.crawllog import search  # plain Python, loaded only when a log is searched
 
     if len(pattern) > LOG_PATTERN_MAX:
         return {

@@ -13,7 +13,7 @@ from harvest.choices import JobStatus
 from harvest.models import HarvestInfo, Job
 from harvest.services.crawls import jobs_dispatch_submitted
 from tests.browser.test_navigation import foreign_requests, log_in
-from tests.crawl_worker import crawl_worker, wait_for  # noqa: F401  (fixture)
+from tests.crawl_worker import wait_for
 from tests.factories import PASSWORD, UserFactory
 from tests.harvest.crawljobs import job_for_sites
 from webarchive.permissions import Role

@@ -13,6 +13,7 @@ TODAY = datetime.date(2025, 6, 15)
 
 def guard(**options):
     options.setdefault("today", TODAY)
+    options.setdefault("calendar_years", (5, 2))
     return TrapGuard(**options)
 
 
@@ -39,13 +40,13 @@ def test_path_repeat_limit_is_configurable():
 @pytest.mark.parametrize(
     ("url", "result"),
     [
-        # within 5 years before and 2 years after 2025
+        # within 5 years before and 2 years after 2025 (the guard of these tests)
         ("http://example.com/events/2025/06/", None),
-        ("http://example.com/events/2020/", None),
+        ("http://example.com/events/2020/01/", None),
         ("http://example.com/events/2027/12/31/", None),
         ("http://example.com/calendar?year=2027&month=1", None),
         # too far in the past or the future, in the path or the query, with or without month and day
-        ("http://example.com/events/2019/", "trap:calendar"),
+        ("http://example.com/events/2019/12/", "trap:calendar"),
         ("http://example.com/events/2028/01/", "trap:calendar"),
         ("http://example.com/events/2031-05-17.html", "trap:calendar"),
         ("http://example.com/events/20310517", "trap:calendar"),
@@ -60,6 +61,11 @@ def test_path_repeat_limit_is_configurable():
         ("http://example.com/report-2010.pdf", None),
         ("http://example.com/page?2010=x", None),
         ("http://example.com/events/2031-13-01/", None),
+        # a year alone in a path is an id or an archive, not a calendar
+        ("http://example.com/node/1950", None),
+        ("http://example.com/history/1914/", None),
+        ("http://example.com/events/2019/", None),
+        ("http://example.com/list?page=2150", None),
     ],
 )
 def test_calendar(url, result):
@@ -67,15 +73,17 @@ def test_calendar(url, result):
 
 
 def test_calendar_window_is_configurable():
-    assert guard(calendar_years=(20, 10)).check("http://example.com/events/2010/") is None
-    assert guard(calendar_years=(0, 0)).check("http://example.com/events/2024/") == "trap:calendar"
-    assert guard(calendar_years=(0, 0)).check("http://example.com/events/2025/") is None
+    assert guard(calendar_years=(20, 10)).check("http://example.com/events/2010/05/") is None
+    assert guard(calendar_years=(0, 0)).check("http://example.com/events/2024/05/") == "trap:calendar"
+    assert guard(calendar_years=(0, 0)).check("http://example.com/events/2025/05/") is None
 
 
-def test_calendar_defaults_to_the_real_today():
+def test_calendar_defaults_to_the_real_today_and_thirty_years_back_two_ahead():
     this_year = datetime.date.today().year
-    assert TrapGuard().check(f"http://example.com/events/{this_year}/") is None
-    assert TrapGuard().check(f"http://example.com/events/{this_year + 3}/") == "trap:calendar"
+    assert TrapGuard().check(f"http://example.com/events/{this_year}/1/") is None
+    assert TrapGuard().check(f"http://example.com/events/{this_year - 30}/1/") is None
+    assert TrapGuard().check(f"http://example.com/events/{this_year - 31}/1/") == "trap:calendar"
+    assert TrapGuard().check(f"http://example.com/events/{this_year + 3}/1/") == "trap:calendar"
 
 
 def test_too_many_urls_in_one_directory():
@@ -103,7 +111,7 @@ def test_too_many_query_strings_for_one_path():
 def test_refused_urls_are_not_counted():
     trap = guard(max_per_directory=2)
     assert trap.check("http://example.com/d/x/x/x") == "trap:path-repeat"
-    assert trap.check("http://example.com/d/1990/") == "trap:calendar"
+    assert trap.check("http://example.com/d/1990/01") == "trap:calendar"
     assert trap.check("http://example.com/d/a") is None
     assert trap.check("http://example.com/d/b") is None
     assert trap.check("http://example.com/d/c") == "trap:directory"

@@ -25,12 +25,6 @@ pytestmark = pytest.mark.django_db
 DOMAINS = ["alpha.fr", "beta.fr", "gamma.fr"]
 
 
-@pytest.fixture(autouse=True)
-def _harvest_dirs(settings, tmp_path):
-    settings.HARVEST_WARC_DIR = tmp_path / "warcs"
-    settings.HARVEST_SPOOL_DIR = tmp_path / "spool"
-
-
 @pytest.fixture
 def as_role(client):
     def login(role):

@@ -12,7 +12,7 @@ from harvest.choices import JobStatus, SiteState, StopReason
 from harvest.models import HarvestInfo, Job, JobConfiguration
 from harvest.services.crawls import job_stop, jobs_dispatch_submitted
 from storage.models import WarcFile
-from tests.crawl_worker import crawl_worker, wait_for  # noqa: F401  (fixture)
+from tests.crawl_worker import wait_for
 from tests.harvest.crawljobs import job_for_sites
 from webarchive.testsite import TestSite
 

@@ -21,6 +21,7 @@ from harvest.choices import JobStatus, SiteState, StopReason
 from harvest.crawler.crawllog import CrawlLog, log_line
 from harvest.crawler.site import SiteProgress
 from harvest.models import HarvestInfo, Job, JobConfiguration
+from harvest.selectors import crawl_log_path
 from harvest.services.crawls import (
     site_crawl_begin,
     site_crawl_end,
@@ -34,7 +35,6 @@ from harvest.services.planning import (
     definition_run_now,
     definition_save,
 )
-from harvest.worker import crawl_log_path
 from storage.models import WarcFile
 from tests.factories import UserFactory
 from webarchive.permissions import Role
@@ -42,13 +42,6 @@ from webarchive.permissions import Role
 pytestmark = pytest.mark.django_db
 
 DOMAINS = ["alpha.fr", "beta.fr", "gamma.fr"]
-
-
-@pytest.fixture(autouse=True)
-def _harvest_dirs(settings, tmp_path):
-    """WARC files and crawl logs of the tests go to a temporary directory."""
-    settings.HARVEST_WARC_DIR = tmp_path / "warcs"
-    settings.HARVEST_SPOOL_DIR = tmp_path / "spool"
 
 
 @pytest.fixture

@@ -435,13 +435,6 @@ def test_api_access(client, name):
 ROLES_AND_NONE = [*Role, None, "admin"]
 
 
-@pytest.fixture(autouse=True)
-def _harvest_dirs(settings, tmp_path):
-    """Stopping a job ends it, which writes its metadata WARC file: into a temporary directory."""
-    settings.HARVEST_WARC_DIR = tmp_path / "warcs"
-    settings.HARVEST_SPOOL_DIR = tmp_path / "spool"
-
-
 def expected_allowed(role, allowed) -> bool:
     return role == "admin" or role in allowed
 

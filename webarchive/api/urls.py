@@ -3,6 +3,7 @@
 from django.urls import path
 from rest_framework.routers import DefaultRouter
 
+from harvest.api import jobs as harvest_jobs
 from harvest.api import views as harvest
 from harvest.api.feed import CrawlFeedView
 from selection.api.views import CollectionViewSet, CompatibilityRuleViewSet, RecordViewSet, ThemeViewSet
@@ -26,8 +27,8 @@ router.register("crawler-traps", harvest.TrapListViewSet)
 router.register("collection-mappings", harvest.CollectionMappingViewSet)
 router.register("budget-mappings", harvest.BudgetMappingViewSet)
 router.register("transfers", harvest.TransferViewSet)
-router.register("jobs", harvest.JobViewSet)
-router.register("harvest-infos", harvest.HarvestInfoViewSet)
+router.register("jobs", harvest_jobs.JobViewSet)
+router.register("harvest-infos", harvest_jobs.HarvestInfoViewSet)
 
 urlpatterns = [
     path("auth/token/", ObtainTokenView.as_view(), name="token"),

@@ -120,6 +120,8 @@ class Command(BaseCommand):
                     max_path_repeats=settings.HARVEST_TRAP_PATH_REPEATS,
                     max_per_directory=settings.HARVEST_TRAP_PER_DIRECTORY,
                     max_per_script=settings.HARVEST_TRAP_PER_SCRIPT,
+                    calendar_years_back=settings.HARVEST_TRAP_CALENDAR_YEARS_BACK,
+                    calendar_years_ahead=settings.HARVEST_TRAP_CALENDAR_YEARS_AHEAD,
                 ),
                 session=fetcher(options["digest"]).session(),
                 writer=writer,

@@ -1,0 +1,320 @@
+"""The REST API of jobs: their frozen contents, live progress, sites, WARC files, stop and resubmit."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
+
+from harvest.choices import JobStatus, SiteState, StopReason
+from harvest.filtersets import (
+    JobFilterSet,
+    SiteCrawlFilterSet,
+)
+from harvest.models import (
+    HarvestInfo,
+    Job,
+    JobConfiguration,
+)
+from harvest.selectors import job_sites, job_totals
+from harvest.services import crawls, jobs
+from harvest.validators import trap_list
+from storage.models import WarcFile
+from webarchive.api.viewsets import ReadOnlyViewSet
+from webarchive.permissions import CHANGE, Area
+
+# Serializers -----------------------------------------------------------------------------------
+
+
+class JobSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Job
+        fields = [
+            "id",
+            "harvest_definition",
+            "run_number",
+            "channel",
+            "queue",
+            "status",
+            "template",
+            "template_version",
+            "max_seconds",
+            "domain_count",
+            "expected_objects",
+            "created_at",
+            "submitted_at",
+            "started_at",
+            "ended_at",
+            "errors",
+            "resubmitted_as",
+            "continuation_of",
+        ]
+        read_only_fields = fields
+
+
+class JobDetailSerializer(JobSerializer):
+    """A job with what it froze (the template settings and traps) and links to its parts."""
+
+    configurations_url = serializers.SerializerMethodField(
+        help_text=_("The job's domain configurations, paginated.")
+    )
+    progress_url = serializers.SerializerMethodField(help_text=_("The job's progress summed over its sites."))
+    sites_url = serializers.SerializerMethodField(help_text=_("The progress of each site, paginated."))
+    files_url = serializers.SerializerMethodField(help_text=_("The job's WARC files, paginated."))
+
+    class Meta(JobSerializer.Meta):
+        fields = [
+            *JobSerializer.Meta.fields,
+            "dispatched_at",
+            "stop_requested_at",
+            "template_settings",
+            "crawler_traps",
+            "configurations_url",
+            "progress_url",
+            "sites_url",
+            "files_url",
+        ]
+        read_only_fields = fields
+
+    def _url(self, name: str, job) -> str:
+        url = reverse(f"api:job-{name}", kwargs={"pk": job.pk})
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request else url
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_configurations_url(self, job) -> str:
+        return self._url("configurations", job)
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_progress_url(self, job) -> str:
+        return self._url("progress", job)
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_sites_url(self, job) -> str:
+        return self._url("sites", job)
+
+    @extend_schema_field(OpenApiTypes.URI)
+    def get_files_url(self, job) -> str:
+        return self._url("files", job)
+
+
+class JobConfigurationSerializer(serializers.ModelSerializer):
+    domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    configuration_name = serializers.CharField(source="configuration.name", read_only=True)
+    seeds = serializers.ListField(source="seed_urls", child=serializers.CharField(), read_only=True)
+    crawler_traps = serializers.SerializerMethodField(
+        help_text=_("The domain's traps when the job was made.")
+    )
+
+    class Meta:
+        model = JobConfiguration
+        fields = [
+            "id",
+            "configuration",
+            "configuration_name",
+            "domain",
+            "seeds",
+            "max_objects",
+            "max_bytes",
+            "max_request_rate",
+            "expected_objects",
+            "crawler_traps",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    def get_crawler_traps(self, entry) -> list:
+        return trap_list(entry.crawler_traps)
+
+
+class HarvestInfoSerializer(serializers.ModelSerializer):
+    domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = HarvestInfo
+        fields = [
+            "id",
+            "job",
+            "configuration",
+            "domain",
+            "object_count",
+            "byte_count",
+            "stop_reason",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+
+class SiteCountsSerializer(serializers.Serializer):
+    total = serializers.IntegerField(source="sites_total")
+    queued = serializers.IntegerField(source="sites_queued")
+    running = serializers.IntegerField(source="sites_running")
+    ended = serializers.IntegerField(source="sites_ended")
+
+
+class JobProgressSerializer(serializers.Serializer):
+    """A job's progress summed over its sites, as the site crawls last reported it."""
+
+    id = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=JobStatus.choices)
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    started_at = serializers.DateTimeField(allow_null=True)
+    stop_requested_at = serializers.DateTimeField(allow_null=True)
+    ended_at = serializers.DateTimeField(allow_null=True)
+    sites = SiteCountsSerializer(source="*")
+    urls_done = serializers.IntegerField()
+    urls_queued = serializers.IntegerField()
+    bytes_done = serializers.IntegerField()
+    error_count = serializers.IntegerField()
+    rate = serializers.FloatField(help_text=_("URLs per second, summed over the running sites."))
+
+
+class SiteProgressSerializer(serializers.ModelSerializer):
+    """One site crawl of a job: its state and the progress it last reported."""
+
+    domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
+
+    class Meta:
+        model = JobConfiguration
+        fields = [
+            "id",
+            "domain",
+            "configuration",
+            "state",
+            "attempts",
+            "worker",
+            "started_at",
+            "progress_at",
+            "ended_at",
+            "urls_done",
+            "urls_queued",
+            "bytes_done",
+            "error_count",
+            "rate",
+            "current_url",
+            "stop_reason",
+            "error",
+        ]
+        read_only_fields = fields
+
+
+class WarcFileSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = WarcFile
+        fields = ["id", "name", "path", "size", "sha256", "records", "created_at", "closed_at", "recovered"]
+        read_only_fields = fields
+
+
+# Viewsets --------------------------------------------------------------------------------------
+
+
+class JobViewSet(ReadOnlyViewSet):
+    """Jobs: read them and their progress (curators and engineers); stop or resubmit them (engineers)."""
+
+    # Curators read jobs (quality, planning); engineers also stop and resubmit them.
+    area = Area.PLANNING
+    action_permissions = {"resubmit": (CHANGE, None), "stop": (CHANGE, None)}
+    queryset = Job.objects.all()
+    filterset_class = JobFilterSet
+
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        if self.action == "list":  # the frozen settings are for one job at a time
+            queryset = queryset.defer("template_settings", "crawler_traps")
+        return queryset
+
+    def get_serializer_class(self):
+        return JobSerializer if self.action == "list" else JobDetailSerializer
+
+    def _detail(self, job, status_code=status.HTTP_200_OK):
+        return Response(
+            JobDetailSerializer(job, context=self.get_serializer_context()).data, status=status_code
+        )
+
+    @extend_schema(responses=JobConfigurationSerializer(many=True))
+    @action(
+        detail=True,
+        methods=["get"],
+        serializer_class=JobConfigurationSerializer,
+        filterset_class=None,
+    )
+    def configurations(self, request, pk=None):
+        """The job's domain configurations as it froze them: seeds, limits, traps (paginated)."""
+        job = self.get_object()
+        entries = (
+            JobConfiguration.objects.filter(job=job)
+            .select_related("domain", "configuration")
+            .order_by("-expected_objects", "pk")
+        )
+        page = self.paginate_queryset(entries)
+        return self.get_paginated_response(JobConfigurationSerializer(page, many=True).data)
+
+    @extend_schema(responses=JobProgressSerializer)
+    @action(detail=True, methods=["get"], serializer_class=JobProgressSerializer, filterset_class=None)
+    def progress(self, request, pk=None):
+        """The job's status and its progress summed over its sites, as they last reported it."""
+        job = self.get_object()
+        fields = ("id", "status", "submitted_at", "started_at", "stop_requested_at", "ended_at")
+        progress = {name: getattr(job, name) for name in fields} | job_totals(job)
+        return Response(JobProgressSerializer(progress).data)
+
+    @extend_schema(
+        responses=SiteProgressSerializer(many=True),
+        parameters=[
+            OpenApiParameter(
+                "state",
+                str,
+                enum=SiteState.values,
+                many=True,
+                explode=True,
+                description=_("State (repeatable)."),
+            ),
+            OpenApiParameter("stop_reason", str, enum=StopReason.values),
+            OpenApiParameter("domain", str, description=_("Part of the domain name.")),
+        ],
+    )
+    @action(detail=True, methods=["get"], serializer_class=SiteProgressSerializer, filterset_class=None)
+    def sites(self, request, pk=None):
+        """The progress of each site of the job, running ones first (paginated; filter by state)."""
+        job = self.get_object()
+        filterset = SiteCrawlFilterSet(request.query_params, queryset=job_sites(job), request=request)
+        if not filterset.is_valid():
+            raise ValidationError(filterset.errors)
+        page = self.paginate_queryset(filterset.qs)
+        return self.get_paginated_response(SiteProgressSerializer(page, many=True).data)
+
+    @extend_schema(responses=WarcFileSerializer(many=True))
+    @action(detail=True, methods=["get"], serializer_class=WarcFileSerializer, filterset_class=None)
+    def files(self, request, pk=None):
+        """The job's closed WARC files: name, size, records, SHA-256 (paginated, oldest first)."""
+        job = self.get_object()
+        page = self.paginate_queryset(job.warc_files.order_by("created_at", "name"))
+        return self.get_paginated_response(WarcFileSerializer(page, many=True).data)
+
+    @extend_schema(request=None, responses=JobDetailSerializer)
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def stop(self, request, pk=None):
+        """Stop a submitted or running job: its queued sites end at once, its running sites within seconds."""
+        return self._detail(crawls.job_stop(job=self.get_object(), user=request.user))
+
+    @extend_schema(request=None, responses={201: JobDetailSerializer})
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def resubmit(self, request, pk=None):
+        """Run the job again as a new job with the same contents; answers with the new job."""
+        return self._detail(
+            jobs.job_resubmit(job=self.get_object(), user=request.user), status.HTTP_201_CREATED
+        )
+
+
+class HarvestInfoViewSet(ReadOnlyViewSet):
+    """What each domain configuration of each job yielded, and why it stopped (Reports)."""
+
+    area = Area.REPORTS
+    queryset = HarvestInfo.objects.select_related("domain")
+    serializer_class = HarvestInfoSerializer
+    filterset_fields = ["job", "configuration", "domain", "stop_reason"]
