@@ -66,7 +66,7 @@ DEMO_COLLECTIONS = [
 
 
 def testsite_url() -> str:
-    return f"http://127.0.0.1:{os.environ.get('WEBARCHIVE_TESTSITE_PORT', '8001')}/"
+    return f"http://127.0.0.1:{os.environ.get('WEBARCHIVE_TESTSITE_PORT', '8001')}/site/"
 
 
 DEMO_RECORDS = [
