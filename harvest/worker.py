@@ -24,6 +24,7 @@ from harvest.crawler import warc
 from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.engine import CrawlEngine
 from harvest.crawler.fetch import Fetcher
+from harvest.crawler.recovery import recover_open_files
 from harvest.crawler.site import OPERATOR, SiteCrawl, SiteSettings
 from harvest.selectors import crawl_log_path
 from harvest.services.crawls import (
@@ -147,7 +148,7 @@ def recover_warc_files() -> int:
     directory = Path(settings.HARVEST_WARC_DIR)
     if not directory.is_dir():
         return 0
-    recovered = warc.recover_open_files(directory, log=logger.warning)
+    recovered = recover_open_files(directory, log=logger.warning)
     for info in recovered:
         match = _WARC_NAME.match(info.name)
         warc_file_register(info=info, job_id=int(match["job"]) if match else None)

@@ -24,7 +24,8 @@ from pathlib import Path
 import pytest
 
 from harvest.crawler.fetch import Exchange, Fetcher
-from harvest.crawler.warc import WarcWriter, check_warc, recover_open_files
+from harvest.crawler.recovery import check_warc, recover_open_files
+from harvest.crawler.warc import WarcWriter
 from tests.crawler.test_fetch import CHUNKS, GZIPPED, PAGE, LocalServer, digest
 
 BIN = Path(sys.executable).parent
