@@ -41,7 +41,7 @@ def test_an_engineer_watches_progress_move_and_stops_the_job(
     job = job_for_sites([("127.0.0.1", site.url("/site/"))], min_delay=0.1, max_delay=0.1)
     jobs_dispatch_submitted()
 
-    page.goto("/accounts/login/")
+    page.goto("/login/")
     log_in(page, "engineer", PASSWORD)
     page.goto(f"/harvest/jobs/{job.pk}/")
     page.evaluate("window.notReloaded = true")  # gone if the page were loaded again
