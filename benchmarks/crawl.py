@@ -2,23 +2,23 @@
 
     .venv/bin/python benchmarks/crawl.py [--only throughput,politeness,memory] [--pages N] ...
 
-Each contender runs in a process of its own against test sites served by
-other processes (``crawl.py serve``, so that no server shares a GIL with a
-crawler), each against freshly started servers (same seed, same ports, cold
-caches). Our crawler is ``harvest.crawler`` as the worker uses it: one
-``SiteCrawl`` per site on a ``CrawlEngine`` of 8 threads, gzip WARC/1.1 files
-(sha256 digests) and a crawl log (``crawl.py ours``). The peer is Debian's
-``wget --recursive --level=20 --page-requisites --warc-file`` (gzip WARC,
-robots.txt obeyed, the same 20 hops as our crawler's max_hops). URLs are the
-response records of each one's WARC files. Measured:
+Each contender runs in a process of its own, against test sites served by
+other processes (``crawl.py serve``: no server shares a GIL with a crawler),
+freshly started for each contender (same seeds and ports, cold caches). Ours
+is ``harvest.crawler`` as the worker runs it (``crawl.py ours``): one
+``SiteCrawl`` per site on a ``CrawlEngine`` of 8 fetch threads, gzip WARC/1.1
+files with sha256 digests, a crawl log. The peer is Debian's ``wget
+--recursive --level=20 --page-requisites --warc-file`` (gzip WARC, robots.txt
+obeyed, the 20 hops of our crawler's max_hops). The URLs of a crawl are the
+response records of its WARC files. Measured:
 
 1. throughput: one site of ~5,000 URLs, no delay: URLs/s, ours over wget's;
 2. completeness: the same two crawls against the site's ground truth;
 3. politeness: 200 sites of ~100 URLs with a 0.5 s delay in one crawler
-   process, wall time over the politeness-bound ideal; the peer is 200 wget
+   process: wall time over the politeness-bound ideal; the peer is 200 wget
    processes at once with ``--wait=0.5``;
-4. memory: peak RSS of the crawler process on a site of ~100,000 URLs, and
-   of wget on the same site.
+4. memory: peak RSS of our crawler's process on a site of ~100,000 URLs
+   (and of wget's on the same site).
 
 It prints the results as Markdown; numbers go in docs/benchmarks.md.
 """
@@ -49,7 +49,7 @@ SCRIPT = Path(__file__).resolve()
 WGET = "/usr/bin/wget"
 USER_AGENT = "webarchive-bench/1 (+http://127.0.0.1/)"
 MAX_HOPS = 20  # SiteSettings.max_hops, our crawler's default: wget gets the same --level
-SITES_PER_SERVER = 50  # test sites per server process in the politeness measurement
+SITES_PER_SERVER = 50  # test sites per server process
 MEASUREMENTS = ("throughput", "politeness", "memory")  # completeness comes with throughput
 
 
@@ -73,19 +73,15 @@ def serve(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, required=True, help="seed of the first site (+1 for each next)")
     parser.add_argument("--pages", type=int, required=True)
     parser.add_argument("--ports", required=True, help="comma-separated, 0 for any free port")
-    parser.add_argument("--large-file-bytes", type=int, default=2 * 1024 * 1024)
+    parser.add_argument("--large-file-bytes", type=int, required=True)
     args = parser.parse_args(argv)
     sites = [
-        TestSite(
-            port=int(port),
-            seed=args.seed + index,
-            pages=args.pages,
-            hosts=1,
-            large_file_bytes=args.large_file_bytes,
-        ).start()
-        for index, port in enumerate(args.ports.split(","))
+        TestSite(port=int(port), seed=args.seed + n, pages=args.pages, large_file_bytes=args.large_file_bytes)
+        for n, port in enumerate(args.ports.split(","))
     ]
-    print(json.dumps({"ports": [site.port for site in sites]}), flush=True)
+    for site in sites:
+        site.start()
+    print(json.dumps([site.port for site in sites]), flush=True)
     sys.stdin.read()  # the benchmark closes our stdin (or dies): time to go
     for site in sites:
         site.stop()
@@ -93,7 +89,7 @@ def serve(argv: list[str]) -> int:
 
 
 def _profile_steps(crawls: list, profiles: list) -> None:
-    """Run each step of the crawls under a cProfile of its fetch thread (cProfile sees one thread)."""
+    """Run each step of the crawls under a cProfile of its fetch thread (a cProfile sees one thread)."""
     import cProfile
 
     local = threading.local()
@@ -115,8 +111,8 @@ def ours(argv: list[str]) -> int:
     """``crawl.py ours``: crawl each seed as one site into --out; print what it measured as JSON."""
     parser = argparse.ArgumentParser(prog="crawl.py ours")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--threads", type=int, default=8)
-    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--delay", type=float, required=True)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("seeds", nargs="+")
     args = parser.parse_args(argv)
@@ -134,18 +130,16 @@ def ours(argv: list[str]) -> int:
         prefix="bench",
         job_id=1,
         host="bench",
-        warcinfo={"software": "webarchive harvest crawler (benchmarks/crawl.py)"},
+        warcinfo={"software": "benchmarks/crawl.py"},
     )
     fetcher = Fetcher(user_agent=USER_AGENT, address_check=AddressPolicy(allow_private=True).refusal)
-    samples: list[tuple[float, int, int]] = []  # (seconds, URLs done, RSS KiB)
+    samples: list[tuple[float, int, int]] = []  # (seconds, URLs done, RSS KiB), every second
     profiles: list = []
     with CrawlLog(args.out / "crawl.log") as log:
+        delays = {"min_delay": args.delay, "max_delay": args.delay, "delay_factor": 0.0}
         crawls = [
             SiteCrawl(
-                SiteSettings(seeds=[seed], min_delay=args.delay, max_delay=args.delay, delay_factor=0.0),
-                session=fetcher.session(),
-                writer=writer,
-                crawl_log=log,
+                SiteSettings(seeds=[seed], **delays), session=fetcher.session(), writer=writer, crawl_log=log
             )
             for seed in args.seeds
         ]
@@ -156,37 +150,26 @@ def ours(argv: list[str]) -> int:
 
         def sample():
             while not done.wait(1.0):
-                done_urls = sum(crawl.urls_done for crawl in crawls)
-                samples.append((time.perf_counter() - started, done_urls, _status_kib("VmRSS")))
+                urls = sum(crawl.urls_done for crawl in crawls)
+                samples.append((time.perf_counter() - started, urls, _status_kib("VmRSS")))
 
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
+        threading.Thread(target=sample, daemon=True).start()
         run_sites(crawls, threads=args.threads)
         writer.close()
         seconds = time.perf_counter() - started
         done.set()
-        sampler.join()
     if profiles:
-        import io
         import pstats
 
-        text = io.StringIO()
-        stats = pstats.Stats(*profiles, stream=text)
-        stats.sort_stats("cumulative").print_stats(35)
-        stats.sort_stats("tottime").print_stats(25)
-        (args.out / "profile.txt").write_text(text.getvalue())
-    print(
-        json.dumps(
-            {
-                "seconds": seconds,
-                "baseline_rss_kib": baseline_kib,
-                "peak_rss_kib": _status_kib("VmHWM"),
-                "samples": samples,
-                "stop_reasons": Counter(crawl.stop_reason for crawl in crawls),
-                "broken": [crawl.error for crawl in crawls if crawl.broken],
-            }
-        )
-    )
+        with (args.out / "profile.txt").open("w") as stream:
+            stats = pstats.Stats(*profiles, stream=stream)
+            stats.sort_stats("cumulative").print_stats(35)
+            stats.sort_stats("tottime").print_stats(25)
+    result = {"seconds": seconds, "baseline_rss_kib": baseline_kib, "peak_rss_kib": _status_kib("VmHWM")}
+    result["samples"] = samples
+    result["stop_reasons"] = Counter(crawl.stop_reason for crawl in crawls)
+    result["broken"] = [crawl.error for crawl in crawls if crawl.broken]
+    print(json.dumps(result))
     return 0
 
 
@@ -194,34 +177,29 @@ def ours(argv: list[str]) -> int:
 
 
 class Servers:
-    """Test sites served by ``crawl.py serve`` processes, as a context manager; restart with ``ports``."""
+    """Test sites served by ``crawl.py serve`` processes while entered; ``again()`` restarts them."""
 
-    def __init__(self, *, seed: int, pages: int, count: int = 1, ports=None, large_file_bytes=2 * 2**20):
-        self.seed, self.pages, self.count = seed, pages, count
+    def __init__(self, *, seed: int, pages: int, count: int = 1, large_file_bytes=2 * 2**20, ports=None):
+        self.seed, self.pages, self.count, self.large_file_bytes = seed, pages, count, large_file_bytes
         self.ports = list(ports) if ports else [0] * count
-        self.large_file_bytes = large_file_bytes
         self.processes: list[subprocess.Popen] = []
         self.cpu_seconds = 0.0  # of the server processes, once stopped
 
     def __enter__(self) -> Servers:
         for first in range(0, self.count, SITES_PER_SERVER):
-            ports = self.ports[first : first + SITES_PER_SERVER]
             command = [sys.executable, str(SCRIPT), "serve", "--seed", str(self.seed + first)]
-            command += ["--pages", str(self.pages), "--ports", ",".join(map(str, ports))]
-            command += ["--large-file-bytes", str(self.large_file_bytes)]
+            command += ["--pages", str(self.pages), "--large-file-bytes", str(self.large_file_bytes)]
+            command += ["--ports", ",".join(map(str, self.ports[first : first + SITES_PER_SERVER]))]
             self.processes.append(
                 subprocess.Popen(  # noqa: S603 (this script, with numbers)
                     command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
                 )
             )
-        ports = []
-        for process in self.processes:
-            line = process.stdout.readline()
-            if not line:
-                self.__exit__(None, None, None)
-                raise RuntimeError("a test site server did not start (see its error above)")
-            ports += json.loads(line)["ports"]
-        self.ports = ports
+        lines = [process.stdout.readline() for process in self.processes]
+        if not all(lines):
+            self.__exit__()
+            raise RuntimeError("a test site server did not start (its error is above)")
+        self.ports = [port for line in lines for port in json.loads(line)]
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -237,21 +215,31 @@ class Servers:
         return f"http://127.0.0.1:{self.ports[index]}/site/"
 
     def again(self) -> Servers:
-        """The same sites on the same ports, freshly started (cold caches) when entered."""
+        """The same sites on the same ports, started afresh (cold caches) when entered."""
         return Servers(
             seed=self.seed,
             pages=self.pages,
             count=self.count,
-            ports=self.ports,
             large_file_bytes=self.large_file_bytes,
+            ports=self.ports,
         )
 
 
 def _wait(process: subprocess.Popen):
-    """Reap ``process`` and return its resource usage (CPU time, peak RSS in KiB)."""
+    """Reap ``process`` and return its resource usage (its CPU time)."""
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     return usage
+
+
+def _watch_peaks(processes: list[subprocess.Popen], peaks: dict[int, int], done: threading.Event) -> None:
+    """Keep the peak RSS (VmHWM, which only grows) of running processes, read every 0.1 s.
+
+    Not wait4's ru_maxrss: a child started by vfork counts the RSS of this process in it.
+    """
+    while not done.wait(0.1):
+        for process in processes:
+            peaks[process.pid] = max(peaks.get(process.pid, 0), _status_kib("VmHWM", process.pid))
 
 
 @dataclass
@@ -260,14 +248,16 @@ class Run:
 
     name: str
     seconds: float
-    uris: list[str]
+    uris_by_site: dict[str, list[str]]  # target URIs of the response records, by site ("" for ours)
     cpu_seconds: float
     peak_rss_kib: int
     directory: Path
-    process_seconds: float = 0.0
     server_cpu_seconds: float = 0.0
     inside: dict = field(default_factory=dict)  # what our crawler reported about itself
-    uris_by_site: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def uris(self) -> list[str]:
+        return [uri for uris in self.uris_by_site.values() for uri in uris]
 
     @property
     def rate(self) -> float:
@@ -293,9 +283,7 @@ def wget_command(url: str, directory: Path, *, wait: float = 0.0) -> list[str]:
     command += ["--tries=1", "--timeout=30", "--no-verbose", f"--output-file={directory / 'wget.log'}"]
     command += [f"--directory-prefix={directory / 'files'}", "--delete-after"]
     command += [f"--warc-file={directory / 'wget'}"]  # gzip-compressed: wget's default
-    if wait:
-        command.append(f"--wait={wait}")
-    return [*command, url]
+    return [*command, *([f"--wait={wait}"] if wait else []), url]
 
 
 def run_wget(servers: Servers, work: Path, *, wait: float = 0.0) -> Run:
@@ -303,6 +291,8 @@ def run_wget(servers: Servers, work: Path, *, wait: float = 0.0) -> Run:
     directories = [work / f"wget-{index}" for index in range(servers.count)]
     for directory in directories:
         directory.mkdir(parents=True)
+    peaks: dict[int, int] = {}
+    done = threading.Event()
     started = time.perf_counter()
     processes = [
         subprocess.Popen(  # noqa: S603 (wget on a URL of our own test site)
@@ -310,42 +300,40 @@ def run_wget(servers: Servers, work: Path, *, wait: float = 0.0) -> Run:
         )
         for index, directory in enumerate(directories)
     ]
+    if len(processes) == 1:  # the throughput and memory measurements: watch its memory
+        threading.Thread(target=_watch_peaks, args=(processes, peaks, done), daemon=True).start()
     usages = [_wait(process) for process in processes]
     seconds = time.perf_counter() - started
+    done.set()
     for process, directory in zip(processes, directories, strict=True):
         # 8: some answers were HTTP errors (the site has a 404 and a 500 on purpose).
         if process.returncode not in (0, 8):
             print(f"wget exited with {process.returncode}, see {directory / 'wget.log'}", file=sys.stderr)
-    by_site = {
-        f"127.0.0.1:{servers.ports[index]}": warc_responses([directory / "wget.warc.gz"])
-        for index, directory in enumerate(directories)
-    }
     return Run(
         name="wget",
         seconds=seconds,
-        uris=[uri for uris in by_site.values() for uri in uris],
+        uris_by_site={
+            f"127.0.0.1:{port}": warc_responses([directory / "wget.warc.gz"])
+            for port, directory in zip(servers.ports, directories, strict=True)
+        },
         cpu_seconds=sum(usage.ru_utime + usage.ru_stime for usage in usages),
-        peak_rss_kib=max(usage.ru_maxrss for usage in usages),
+        peak_rss_kib=max(peaks.values(), default=0),
         directory=work,
-        process_seconds=seconds,
-        uris_by_site=by_site,
     )
 
 
-def run_ours(servers: Servers, work: Path, *, delay: float = 0.0, threads: int = 8, profile=False) -> Run:
+def run_ours(servers: Servers, work: Path, *, delay: float, threads: int, profile: bool) -> Run:
     """Our crawler in a process of its own, one site crawl per site of ``servers``."""
     directory = work / "ours"
     directory.mkdir(parents=True)
     command = [sys.executable, str(SCRIPT), "ours", "--out", str(directory), "--threads", str(threads)]
     command += ["--delay", str(delay), *(["--profile"] if profile else [])]
     command += [servers.url(index) for index in range(servers.count)]
-    started = time.perf_counter()
     with (directory / "result.json").open("w") as output:
         process = subprocess.Popen(  # noqa: S603 (this script, with our own test site's URLs)
             command, stdin=subprocess.DEVNULL, stdout=output, cwd=ROOT
         )
         usage = _wait(process)
-    process_seconds = time.perf_counter() - started
     if process.returncode != 0:
         raise RuntimeError(f"our crawler exited with {process.returncode} (its error is above)")
     inside = json.loads((directory / "result.json").read_text())
@@ -353,20 +341,19 @@ def run_ours(servers: Servers, work: Path, *, delay: float = 0.0, threads: int =
         raise RuntimeError(f"our crawler broke: {inside['broken'][:3]}")
     return Run(
         name="ours",
-        seconds=inside["seconds"],
-        uris=warc_responses(sorted(directory.glob("*.warc.gz"))),
+        seconds=inside["seconds"],  # from the first request to the last WARC file closed
+        uris_by_site={"": warc_responses(sorted(directory.glob("*.warc.gz")))},
         cpu_seconds=usage.ru_utime + usage.ru_stime,
-        peak_rss_kib=usage.ru_maxrss,
+        peak_rss_kib=inside["peak_rss_kib"],
         directory=directory,
-        process_seconds=process_seconds,
         inside=inside,
     )
 
 
 def contest(
-    servers: Servers, work: Path, log, *, delay: float = 0.0, threads: int = 8, profile: bool = False
-) -> tuple[Run, Run, tuple[float, float]]:
-    """wget, then ours, each against freshly started servers; and the load average before and after."""
+    servers: Servers, work: Path, log, *, delay=0.0, threads=8, profile=False
+) -> tuple[Run, Run, str]:
+    """wget, then ours, each against freshly started servers; and the load average around both."""
     load = os.getloadavg()[0]
     with servers as started:
         log(f"  wget on {started.count} site(s) from {started.url()}")
@@ -376,7 +363,9 @@ def contest(
         log("  our crawler")
         mine = run_ours(again, work, delay=delay, threads=threads, profile=profile)
     mine.server_cpu_seconds = again.cpu_seconds
-    return mine, peer, (load, os.getloadavg()[0])
+    after = os.getloadavg()[0]
+    load = f"- load average (1 min) before / after: {load:.1f} / {after:.1f} ({os.cpu_count()} CPUs)"
+    return mine, peer, load
 
 
 # The figures -------------------------------------------------------------------------------------
@@ -389,10 +378,9 @@ def completeness(site, mine: Run, peer: Run) -> dict:
     hops = site.ground_truth_hops(policy="host", obey_robots=True)
     truth = set(hops)
     got = {run.name: {canonicalize(uri) for uri in run.uris} - {None} for run in (mine, peer)}
-    missed_by_wget = truth - got["wget"]
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for url in sorted(missed_by_wget):
-        # Grouped by how the ground truth reaches it and by the path with its numbers masked.
+    for url in sorted(truth - got["wget"]):
+        # Grouped by the hop the ground truth reaches it by, and by its path with the numbers masked.
         path = "/" + url.split("/", 3)[3]
         groups[(hops[url][-1:] or "seed", re.sub(r"[0-9]+", "N", path))].append(path)
     return {
@@ -412,32 +400,27 @@ def crawl_log_requests(path: Path) -> dict[str, list[tuple[float, float]]]:
     with path.open(encoding="utf-8") as lines:
         for line in lines:
             fields = line.split(" ")
-            if fields[1] == "-9998":
-                continue
-            start = datetime.strptime(fields[0], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
-            requests[fields[9]].append((start, int(fields[7].removesuffix("ms")) / 1000))
+            if fields[1] != "-9998":
+                start = datetime.strptime(fields[0], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+                requests[fields[9]].append((start, int(fields[7].removesuffix("ms")) / 1000))
     return requests
 
 
 def politeness(requests: dict[str, list[tuple[float, float]]], delay: float) -> dict:
-    """The politeness-bound ideal of a crawl and how late each site's next request was, on average."""
+    """The politeness-bound ideal of a crawl, and how much later than the delay each next request came."""
     counts = [len(times) for times in requests.values()]
     late = []
     for times in requests.values():
         times.sort()
-        # The engine measures the delay from the end of a step: the lateness is our processing too.
+        # The engine counts the delay from the end of a step: the lateness includes our processing.
         late += [b[0] - a[0] - a[1] - delay for a, b in itertools.pairwise(times)]
-    late.sort()
+    late = sorted(late) or [0.0]
     return {
         "sites": len(counts),
         "requests": (min(counts), statistics.median(counts), max(counts), sum(counts)),
         "ideal": max((count - 1) * delay for count in counts),
-        "ideal_with_fetches": max(
-            (len(times) - 1) * delay + sum(duration for _, duration in times) for times in requests.values()
-        ),
-        "late": (statistics.mean(late), late[len(late) // 2], late[int(len(late) * 0.95)], late[-1])
-        if late
-        else (0.0, 0.0, 0.0, 0.0),
+        "ideal_with_fetches": max((len(t) - 1) * delay + sum(d for _, d in t) for t in requests.values()),
+        "late": (statistics.mean(late), late[len(late) // 2], late[int(len(late) * 0.95)], late[-1]),
     }
 
 
@@ -446,33 +429,20 @@ def politeness(requests: dict[str, list[tuple[float, float]]], delay: float) -> 
 
 def machine() -> dict[str, str]:
     """What the numbers were measured on."""
-    cpu, memory, system = "", "?", platform.system()
+    cpu, system = "", platform.system()
     with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        memory = f"{_read_meminfo_kib() / 2**20:.1f} GiB"
-    with contextlib.suppress(OSError):
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                system = line.split("=", 1)[1].strip('"')
+        models = re.findall(r"^model name\s*: (.*)$", Path("/proc/cpuinfo").read_text(), re.MULTILINE)
+        cpu = models[0] if models else ""
+    with contextlib.suppress(OSError, KeyError):
+        system = platform.freedesktop_os_release()["PRETTY_NAME"]
     wget = subprocess.run([WGET, "--version"], capture_output=True, text=True, check=False)  # noqa: S603
     return {
-        "cpus": f"{os.cpu_count()} ({cpu})" if cpu else str(os.cpu_count()),
-        "memory": memory,
+        "cpus": f"{os.cpu_count()} ({cpu})",
+        "memory": f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.1f} GiB",
         "system": f"{system}, Linux {platform.release()}",
         "python": platform.python_version(),
-        "wget": wget.stdout.splitlines()[0] if wget.stdout else "?",
+        "wget": (wget.stdout.splitlines() or ["?"])[0],
     }
-
-
-def _read_meminfo_kib() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemTotal:"):
-            return int(line.split()[1])
-    raise ValueError("no MemTotal")
 
 
 def _runs_table(mine: Run, peer: Run) -> list[str]:
@@ -491,40 +461,29 @@ def _runs_table(mine: Run, peer: Run) -> list[str]:
     return lines
 
 
-def _load(load: tuple[float, float]) -> str:
-    return f"- load average (1 min) before / after: {load[0]:.1f} / {load[1]:.1f} ({os.cpu_count()} CPUs)"
-
-
 def _verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
 
-def report_throughput(pages: int, mine: Run, peer: Run, found: dict, load) -> list[str]:
+def report_throughput(pages: int, mine: Run, peer: Run, found: dict, load: str) -> list[str]:
     """The throughput and completeness sections."""
-    ratio = mine.rate / peer.rate
+    ratio, truth = mine.rate / peer.rate, found["truth"]
     lines = [f"### 1. Throughput: one site of {pages:,} pages, no delay", "", *_runs_table(mine, peer), ""]
-    lines += [
-        f"- ours / wget, URLs/s: **{ratio:.2f}** (goal ≥ 1.0: {_verdict(ratio >= 1.0)})",
-        f"- our process, start to exit: {mine.process_seconds:.1f} s (the crawl: {mine.seconds:.1f} s)",
-        _load(load),
-        "",
-        f"### 2. Completeness: the same crawls against the ground truth ({found['truth']:,} URLs)",
-        "",
-        "| contender | ground truth captured | share | other URLs | distinct canonical URLs |",
-        "|---|---:|---:|---:|---:|",
-    ]
+    lines += [f"- ours / wget, URLs/s: **{ratio:.2f}** (goal ≥ 1.0: {_verdict(ratio >= 1.0)})", load, ""]
+    lines += [f"### 2. Completeness: the same crawls against the ground truth ({truth:,} URLs)", ""]
+    lines += ["| contender | ground truth captured | share | other URLs | distinct canonical URLs |"]
+    lines += ["|---|---:|---:|---:|---:|"]
     for name in ("ours", "wget"):
+        captured = found["captured"][name]
         lines.append(
-            f"| {name} | {found['captured'][name]:,} | {found['captured'][name] / found['truth']:.1%} |"
-            f" {found['outside'][name]:,} | {found['distinct'][name]:,} |"
+            f"| {name} | {captured:,} | {captured / truth:.1%} | {found['outside'][name]:,}"
+            f" | {found['distinct'][name]:,} |"
         )
-    superset = not found["wget_not_ours"]
+    missing, missed = found["wget_not_ours"], found["ours_missed"]
     lines += [
         "",
-        f"- ours ⊇ (wget's ∩ ground truth): {'yes' if superset else 'NO'}"
-        + ("" if superset else f" ({len(found['wget_not_ours'])} missing: {found['wget_not_ours'][:5]})"),
-        f"- ground truth ours missed: {len(found['ours_missed'])}"
-        + (f", e.g. {found['ours_missed'][:10]}" if found["ours_missed"] else ""),
+        f"- ours ⊇ (wget's ∩ ground truth): {'NO, missing ' + str(missing[:5]) if missing else 'yes'}",
+        f"- ground truth ours missed: {len(missed)}" + (f" {missed[:10]}" if missed else ""),
         "",
         "Ground truth wget missed, by the hop that reaches it and the path (numbers as N):",
         "",
@@ -533,51 +492,49 @@ def report_throughput(pages: int, mine: Run, peer: Run, found: dict, load) -> li
     ]
     for (hop, path), urls in found["wget_missed"][:15]:
         lines.append(f"| {hop} | `{path}` | {len(urls):,} | `{urls[0]}` |")
-    if len(found["wget_missed"]) > 15:
-        rest = sum(len(urls) for _, urls in found["wget_missed"][15:])
-        lines.append(f"| | {len(found['wget_missed']) - 15} more groups | {rest:,} | |")
+    if rest := found["wget_missed"][15:]:
+        lines.append(f"| | {len(rest)} more groups | {sum(len(urls) for _, urls in rest):,} | |")
     return lines
 
 
-def report_politeness(args, mine: Run, peer: Run, load) -> list[str]:
+def report_politeness(args, mine: Run, peer: Run, load: str) -> list[str]:
     """The politeness section: both against their ideal, and each other."""
-    sites, pages, delay = args.sites, args.site_pages, args.delay
+    delay = args.delay
     figures = politeness(crawl_log_requests(mine.directory / "crawl.log"), delay)
     low, median, high, total = figures["requests"]
-    peer_counts = [len(uris) for uris in peer.uris_by_site.values()]
-    peer_ideal = max((count - 1) * delay for count in peer_counts)
-    ratio = mine.seconds / figures["ideal"]
-    late = figures["late"]
+    counts = [len(uris) for uris in peer.uris_by_site.values()]
+    peer_ideal = max((count - 1) * delay for count in counts)
+    ratio, bound, late = mine.seconds / figures["ideal"], figures["ideal_with_fetches"], figures["late"]
     return [
-        f"### 3. Politeness: {sites:,} sites of {pages} pages, {delay} s delay, one crawler process",
+        f"### 3. Politeness: {args.sites:,} sites of {args.site_pages} pages, {delay} s delay, one process",
         "",
         "| contender | requests per site (min / median / max) | all URLs | seconds | ideal s | ratio to ideal"
-        " | ratio to wget | CPU s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-        f"| ours (1 process, {args.threads} threads) | {low} / {median:.0f} / {high} |"
-        f" {len(mine.uris):,} | {mine.seconds:.1f} | {figures['ideal']:.1f} | **{ratio:.2f}** |"
-        f" {mine.seconds / peer.seconds:.2f} | {mine.cpu_seconds:.1f} |",
-        f"| wget ({sites} processes at once) | {min(peer_counts)} / {statistics.median(peer_counts):.0f} /"
-        f" {max(peer_counts)} | {len(peer.uris):,} | {peer.seconds:.1f} | {peer_ideal:.1f} |"
-        f" {peer.seconds / peer_ideal:.2f} | 1.00 | {peer.cpu_seconds:.1f} |",
+        " | ratio to wget | CPU s | server CPU s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        f"| ours (1 process, {args.threads} threads) | {low} / {median:.0f} / {high} | {len(mine.uris):,}"
+        f" | {mine.seconds:.1f} | {figures['ideal']:.1f} | **{ratio:.2f}**"
+        f" | {mine.seconds / peer.seconds:.2f} | {mine.cpu_seconds:.1f} | {mine.server_cpu_seconds:.1f} |",
+        f"| wget ({args.sites} processes at once) | {min(counts)} / {statistics.median(counts):.0f} /"
+        f" {max(counts)} | {len(peer.uris):,} | {peer.seconds:.1f} | {peer_ideal:.1f}"
+        f" | {peer.seconds / peer_ideal:.2f} | 1.00 | {peer.cpu_seconds:.1f}"
+        f" | {peer.server_cpu_seconds:.1f} |",
         "",
         f"- ideal = max over sites of (requests - 1) x {delay} s; ours counts every request in its crawl log"
         f" (robots.txt, /sitemap.xml, redirects and errors included; {total:,} in all), wget its response"
         " records",
-        f"- ours / ideal: **{ratio:.2f}** (goal ≤ 1.2: {_verdict(ratio <= 1.2)}); against the ideal that also"
-        f" counts each site's own fetch times ({figures['ideal_with_fetches']:.1f} s):"
-        f" {mine.seconds / figures['ideal_with_fetches']:.2f}",
-        f"- our next request to a site came after the end of the previous one later than the delay by:"
+        f"- ours / ideal: **{ratio:.2f}** (goal ≤ 1.2: {_verdict(ratio <= 1.2)}); over the ideal that also"
+        f" counts each site's own fetch times ({bound:.1f} s): {mine.seconds / bound:.2f}",
+        "- our next request to a site came later than the delay after the end of the previous one by:"
         f" mean {late[0] * 1000:.0f} ms, median {late[1] * 1000:.0f} ms, 95th percentile"
         f" {late[2] * 1000:.0f} ms, max {late[3] * 1000:.0f} ms",
-        _load(load),
+        load,
     ]
 
 
-def report_memory(pages: int, mine: Run, peer: Run, load) -> list[str]:
+def report_memory(pages: int, mine: Run, peer: Run, load: str) -> list[str]:
     """The memory section, with how our RSS grew during the crawl."""
     samples = mine.inside["samples"]
-    picked = samples[:: max(1, len(samples) // 8)][:8] + samples[-1:] if samples else []
+    picked = [*samples[:: max(1, len(samples) // 8)][:8], *samples[-1:]]
     peak_mb = mine.peak_rss_kib * 1024 / 1e6
     return [
         f"### 4. Memory: one site of {pages:,} pages, no delay",
@@ -587,22 +544,18 @@ def report_memory(pages: int, mine: Run, peer: Run, load) -> list[str]:
         f"- our crawler's peak RSS: **{mine.peak_rss_kib / 1024:.0f} MiB = {peak_mb:.0f} MB** (goal < 200 MB:"
         f" {_verdict(peak_mb < 200)}); after its imports, before crawling:"
         f" {mine.inside['baseline_rss_kib'] / 1024:.0f} MiB",
-        "- our RSS during the crawl (seconds, URLs done, MiB): "
-        + ", ".join(f"{s:.0f} s {done:,} {rss / 1024:.0f}" for s, done, rss in picked),
-        _load(load),
+        "- our RSS during the crawl (seconds: URLs done, MiB): "
+        + ", ".join(f"{s:.0f} s: {done:,}, {rss / 1024:.0f}" for s, done, rss in picked),
+        load,
     ]
 
 
-def report(sections: list[list[str]], about: dict[str, str]) -> str:
-    """The whole report as Markdown."""
-    lines = [
-        "## Crawling: our crawler against wget",
-        "",
-        *(f"- {key}: {value}" for key, value in about.items()),
-    ]
-    for section in sections:
-        lines += ["", *section]
-    return "\n".join(lines)
+def _profile_section(run: Run) -> list[str]:
+    path = run.directory / "profile.txt"
+    if not path.exists():
+        return []
+    title = "Profile of our crawler's steps (cProfile, all fetch threads; slows the crawl):"
+    return [title, "```", path.read_text().strip(), "```"]
 
 
 # Main --------------------------------------------------------------------------------------------
@@ -613,47 +566,30 @@ def benchmark(args, work: Path, log) -> list[list[str]]:
     from webarchive.testsite import TestSite
 
     sections = []
+    options = {"threads": args.threads, "profile": args.profile}
     if "throughput" in args.only:
         log(f"Throughput and completeness: one site of {args.pages:,} pages")
         servers = Servers(seed=args.seed, pages=args.pages)
-        mine, peer, load = contest(
-            servers, work / "throughput", log, threads=args.threads, profile=args.profile
-        )
-        # The ground truth of that site, on the port both crawled (computed here, nothing served).
-        site = TestSite(port=mine_port(mine), seed=args.seed, pages=args.pages, hosts=1)
+        mine, peer, load = contest(servers, work / "throughput", log, **options)
+        # The ground truth of the site on the port both crawled (computed here: nothing is served).
+        site = TestSite(port=servers.ports[0], seed=args.seed, pages=args.pages)
         try:
             found = completeness(site, mine, peer)
         finally:
             site.stop()
-        sections.append(report_throughput(args.pages, mine, peer, found, load))
-        sections.append(_profile_section(mine))
+        sections += [report_throughput(args.pages, mine, peer, found, load), _profile_section(mine)]
     if "politeness" in args.only:
         log(f"Politeness: {args.sites} sites of {args.site_pages} pages, {args.delay} s delay")
+        # A small large file: 200 copies of the 2 MiB one would measure gzip more than politeness.
         servers = Servers(seed=args.seed, pages=args.site_pages, count=args.sites, large_file_bytes=100_000)
-        mine, peer, load = contest(
-            servers, work / "politeness", log, delay=args.delay, threads=args.threads, profile=args.profile
-        )
-        sections.append(report_politeness(args, mine, peer, load))
-        sections.append(_profile_section(mine))
+        mine, peer, load = contest(servers, work / "politeness", log, delay=args.delay, **options)
+        sections += [report_politeness(args, mine, peer, load), _profile_section(mine)]
     if "memory" in args.only:
-        log(f"Memory: one site of {args.memory_pages:,} pages (this one takes minutes at full size)")
+        log(f"Memory: one site of {args.memory_pages:,} pages (minutes at full size)")
         servers = Servers(seed=args.seed, pages=args.memory_pages)
         mine, peer, load = contest(servers, work / "memory", log, threads=args.threads)
         sections.append(report_memory(args.memory_pages, mine, peer, load))
     return [section for section in sections if section]
-
-
-def mine_port(run: Run) -> int:
-    """The port of the site our crawler crawled (its first response's)."""
-    return int(run.uris[0].split("/")[2].rpartition(":")[2])
-
-
-def _profile_section(run: Run) -> list[str]:
-    path = run.directory / "profile.txt"
-    if not path.exists():
-        return []
-    title = "Profile of our crawler's steps (cProfile, all fetch threads; slows the crawl):"
-    return [title, "```", path.read_text().strip(), "```"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -674,14 +610,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--site-pages", type=int, default=4, help="pages of each (4 pages: ~105 URLs)")
     parser.add_argument("--delay", type=float, default=0.5, help="politeness delay (s)")
     parser.add_argument(
-        "--memory-pages", type=int, default=18_500, help="memory site (18,500 pages: ~100,000 URLs)"
+        "--memory-pages", type=int, default=18_500, help="memory site (18,500: ~100,000 URLs)"
     )
-    parser.add_argument("--seed", type=int, default=1, help="seed of the test sites")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the (first) test site")
     parser.add_argument("--threads", type=int, default=8, help="our crawler's fetch threads")
     parser.add_argument("--workdir", help="where the WARC files go while measured (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the WARC files and logs (in --workdir)")
     parser.add_argument(
-        "--profile", action="store_true", help="profile our crawler's steps (slows it) and print the top"
+        "--profile", action="store_true", help="profile our crawler (slows it), print the top"
     )
     args = parser.parse_args(argv)
     args.only = [name.strip() for name in args.only.split(",") if name.strip()]
@@ -695,7 +631,8 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="crawl-bench-", dir=args.workdir))
     try:
         sections = benchmark(args, work, log=lambda text: print(text, file=sys.stderr))
-        print(report(sections, machine()))
+        lines = ["## Crawling: our crawler against wget", "", *(f"- {k}: {v}" for k, v in machine().items())]
+        print("\n".join(lines + [line for section in sections for line in ("", *section)]))
     finally:
         if args.keep:
             print(f"Kept {work}", file=sys.stderr)

@@ -22,6 +22,7 @@ from harvest.crawler import warc
 from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.engine import CrawlEngine, run_sites
 from harvest.crawler.fetch import Fetcher
+from harvest.crawler.frontier import Candidate, Frontier
 from harvest.crawler.site import (
     BYTE_LIMIT,
     COMPLETED,
@@ -33,7 +34,8 @@ from harvest.crawler.site import (
     SiteSettings,
 )
 from webarchive.netguard import AddressPolicy
-from webarchive.testsite import TestSite
+from webarchive.testsite import Router, TestSite
+from webarchive.testsite.server import html_page, text
 
 WARCIO = Path(sys.executable).with_name("warcio")
 ALLOW_LOOPBACK = AddressPolicy(allow_private=True).refusal
@@ -292,3 +294,46 @@ def test_a_seed_that_redirects_makes_its_target_a_seed(site, tmp_path):
     assert lines[seed][1] in ("301", "302")
     targets = [fields for fields in result.lines if fields[4] == "R" and fields[5] == seed]
     assert targets and int(targets[0][1]) > 0
+
+
+def test_the_address_guard_checks_every_connection_requisites_included(tmp_path):
+    # Only 127.0.0.1 is allowed: the CDN's requisites on 127.0.0.2 are refused, nothing reaches it.
+    with TestSite(port=0, seed=8, pages=10, hosts=2, large_file_bytes=1000, slow_seconds=0) as two_hosts:
+        result = crawl(
+            tmp_path, [two_hosts.url("/site/")], policy=AddressPolicy.allowing(["127.0.0.1/32"]).refusal
+        )
+        refused = [fields for fields in result.lines if fields[3].startswith(two_hosts.host_url(1))]
+        assert refused and all(fields[1] == "-7" for fields in refused)
+        assert not [request for request in two_hosts.requests if request.host_index == 1]
+        assert result.crawl.urls_done > 10  # the site itself was crawled
+
+
+def test_robots_crawl_delay_is_honoured_when_robots_txt_is_obeyed(tmp_path):
+    router = Router()
+    router.add("/robots.txt", lambda request: text("User-agent: *\nCrawl-delay: 0.3\n"))
+    router.add("/", lambda request: html_page("Home", "<a href='/a'>a</a> <a href='/b'>b</a>"))
+    router.add("/a", lambda request: html_page("A", "<p>a</p>"))
+    router.add("/b", lambda request: html_page("B", "<p>b</p>"))
+    with TestSite(port=0, router=router) as delayed:
+        obeyed = crawl(tmp_path / "obeyed", [delayed.url("/")], extract_sitemaps=False)
+        ignored = crawl(tmp_path / "ignored", [delayed.url("/")], extract_sitemaps=False, obey_robots=False)
+    for result, low in ((obeyed, 0.29), (ignored, None)):
+        starts = [datetime.fromisoformat(fields[0].replace("Z", "+00:00")) for fields in result.lines]
+        gaps = [(later - earlier).total_seconds() for earlier, later in itertools.pairwise(starts)]
+        assert len(gaps) >= 3
+        if low is not None:
+            assert min(gaps) >= low
+    assert "/robots.txt" not in {fields[3].rsplit(":", 1)[-1].split("/", 1)[-1] for fields in ignored.lines}
+
+
+def test_dynamic_and_static_pages_are_served_in_turn_after_components():
+    frontier = Frontier()
+    for name in ("s1.html", "s2.html", "s3.html"):
+        frontier.add_page(Candidate(f"http://example.org/{name}", "L", "", True))
+    for query in ("a", "b"):
+        frontier.add_page(Candidate(f"http://example.org/list?q={query}", "L", "", True))
+    frontier.add_component(Candidate("http://example.org/style.css", "E", "", False))
+    assert frontier.add_page(Candidate("http://example.org/s1.html", "L", "", True)) is False  # seen
+    order = [frontier.pop().url.rsplit("/", 1)[-1] for _ in range(len(frontier))]
+    assert order == ["style.css", "list?q=a", "s1.html", "list?q=b", "s2.html", "s3.html"]
+    assert frontier.pop() is None

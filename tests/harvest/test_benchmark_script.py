@@ -123,3 +123,110 @@ def test_script_never_uses_a_database_it_did_not_create(db):
     assert done.returncode != 0
     assert f"The database {name} exists" in done.stderr
     assert still_there == 1
+
+
+# The crawl benchmark (benchmarks/crawl.py) ---------------------------------------------------------
+
+CRAWL_SCRIPT = SCRIPT.with_name("crawl.py")
+WGET = Path("/usr/bin/wget")
+
+
+@pytest.fixture(scope="module")
+def crawl_bench():
+    spec = importlib.util.spec_from_file_location("crawl_benchmark", CRAWL_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    yield module
+    del sys.modules[spec.name]
+
+
+def test_politeness_ideal_and_lateness_come_from_the_crawl_log(crawl_bench, tmp_path):
+    from datetime import UTC, datetime, timedelta
+
+    from harvest.crawler.crawllog import log_line
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    lines = []
+    # Site a: 3 requests, each 10 ms long, the next one 600 ms after the start of the previous one.
+    for k in range(3):
+        lines.append(
+            log_line(
+                when=start + timedelta(milliseconds=600 * k),
+                status=200,
+                size=10,
+                url=f"http://a/{k}",
+                hop_path="L",
+                via="-",
+                mime="text/html",
+                duration=0.010,
+                digest="",
+                site="a",
+            )
+        )
+    # Site b: one request, and a URL robots.txt forbade (no request at all).
+    for status in (200, -9998):
+        lines.append(
+            log_line(
+                when=start, status=status, size=0, url="http://b/", hop_path="", via="", mime="",
+                duration=0.0, digest="", site="b",
+            )
+        )  # fmt: skip
+    log = tmp_path / "crawl.log"
+    log.write_text("\n".join(lines) + "\n")
+
+    requests = crawl_bench.crawl_log_requests(log)
+    figures = crawl_bench.politeness(requests, 0.5)
+
+    assert {site: len(times) for site, times in requests.items()} == {"a": 3, "b": 1}
+    assert figures["sites"] == 2
+    assert figures["requests"] == (1, 2, 3, 4)
+    assert figures["ideal"] == pytest.approx(1.0)  # (3 - 1) x 0.5 s, site a
+    assert figures["ideal_with_fetches"] == pytest.approx(1.03)
+    # Each next request came 600 - 10 - 500 = 90 ms later than the delay asked.
+    assert figures["late"] == pytest.approx((0.09, 0.09, 0.09, 0.09), abs=1e-3)  # timestamps in ms
+
+
+def test_crawl_benchmark_refuses_bad_options():
+    for options in (["--only", "speed"], ["--pages", "0"], ["--delay", "-1"]):
+        done = subprocess.run(
+            [sys.executable, str(CRAWL_SCRIPT), *options], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 2, (options, done.stderr)
+        assert "error:" in done.stderr
+
+
+@pytest.mark.skipif(not WGET.exists(), reason="the crawl benchmark's peer is Debian's wget")
+def test_crawl_benchmark_runs_every_measurement_at_a_tiny_size(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(CRAWL_SCRIPT),
+            *("--pages", "12", "--sites", "3", "--site-pages", "2", "--delay", "0.01"),
+            *("--memory-pages", "12", "--workdir", str(tmp_path)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+
+    assert done.returncode == 0, done.stderr
+    report = done.stdout
+    for title in (
+        "### 1. Throughput: one site of 12 pages, no delay",
+        "### 2. Completeness: the same crawls against the ground truth",
+        "### 3. Politeness: 3 sites of 2 pages, 0.01 s delay, one process",
+        "### 4. Memory: one site of 12 pages, no delay",
+    ):
+        assert title in report
+    # Both contenders crawled something in each measurement, counted from their WARC files.
+    rows = [line.split("|") for line in report.splitlines() if line.startswith(("| ours", "| wget"))]
+    assert len(rows) == 8  # two in each of the four tables
+    assert all(int(row[2].replace(",", "")) > 0 for row in rows if row[1].strip() in ("ours", "wget"))
+    assert "| ours (1 process, 8 threads) | " in report
+    assert "| wget (3 processes at once) | " in report
+    assert "ours ⊇ (wget's ∩ ground truth): " in report
+    assert "our crawler's peak RSS: " in report
+    # The WARC files and logs are removed with the work directory (no --keep).
+    assert list(tmp_path.iterdir()) == []
