@@ -41,7 +41,6 @@ import re
 import socket
 import ssl
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from http import HTTPStatus
 from urllib.parse import urljoin, urlsplit
@@ -58,6 +57,7 @@ from webarchive.netguard import (
     AddressRefused,
     GuardedAdapter,
     ResolutionTimeout,
+    error_causes,
     is_ip_literal,
     resolve,
 )
@@ -370,22 +370,8 @@ def _refusal_message(host: str, address: str, reason: str) -> str:
     }
 
 
-def _causes(error: BaseException) -> Iterator[BaseException]:
-    """The error and everything it wraps (requests → urllib3 → socket/ssl), outermost first."""
-    seen: set[int] = set()
-    pending = [error]
-    while pending:
-        current = pending.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        wrapped = [getattr(current, "reason", None), current.__cause__, current.__context__, *current.args]
-        pending.extend(item for item in wrapped if isinstance(item, BaseException))
-
-
 def _find(error: BaseException, kind: type[BaseException]) -> BaseException | None:
-    return next((cause for cause in _causes(error) if isinstance(cause, kind)), None)
+    return next((cause for cause in error_causes(error) if isinstance(cause, kind)), None)
 
 
 def _tls_reason(error: BaseException) -> str:
@@ -409,5 +395,5 @@ def _connection_message(error: BaseException, url: str) -> str:
         return _("%(host)s closed the connection without answering.") % {"host": host}
     if _find(error, requests.exceptions.ConnectionError) and "RemoteDisconnected" in repr(error):
         return _("%(host)s closed the connection without answering.") % {"host": host}
-    innermost = list(_causes(error))[-1]
+    innermost = list(error_causes(error))[-1]
     return _("Could not get an answer from %(host)s: %(error)s") % {"host": host, "error": innermost}

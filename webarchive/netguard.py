@@ -57,7 +57,7 @@ import ipaddress
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from requests.adapters import HTTPAdapter
@@ -491,3 +491,17 @@ class GuardedAdapter(HTTPAdapter):
 
     def proxy_manager_for(self, proxy, **proxy_kwargs):
         raise ValueError("GuardedAdapter cannot be used through a proxy (the proxy would resolve the name)")
+
+
+def error_causes(error: BaseException) -> Iterator[BaseException]:
+    """The error and everything it wraps (requests → urllib3 → socket/ssl), outermost first."""
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        wrapped = [getattr(current, "reason", None), current.__cause__, current.__context__, *current.args]
+        pending.extend(item for item in wrapped if isinstance(item, BaseException))

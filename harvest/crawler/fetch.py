@@ -53,6 +53,7 @@ from webarchive.netguard import (
     GuardedHTTPSConnection,
     ResolutionTimeout,
     address_refusal,
+    error_causes,
 )
 
 DIGEST_ALGORITHMS = ("sha256", "sha1")
@@ -437,20 +438,6 @@ def _dechunked(headers: list[tuple[str, str]], length: int) -> list[tuple[str, s
     return result
 
 
-def _causes(error: BaseException) -> Iterator[BaseException]:
-    """The error and everything it wraps (requests → urllib3 → socket/ssl), outermost first."""
-    seen: set[int] = set()
-    pending = [error]
-    while pending:
-        current = pending.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        wrapped = [getattr(current, "reason", None), current.__cause__, current.__context__, *current.args]
-        pending.extend(item for item in wrapped if isinstance(item, BaseException))
-
-
 def _refused(error: AddressRefused) -> str:
     return f"address refused: {error.address} is {error.reason}"
 
@@ -481,7 +468,7 @@ def _connect_timed_out(error: BaseException) -> bool:
 
 
 def _connect_failed(error: NewConnectionError) -> str:
-    reason = next((cause for cause in _causes(error) if isinstance(cause, OSError)), error)
+    reason = next((cause for cause in error_causes(error) if isinstance(cause, OSError)), error)
     return f"connection failed: {reason}"[:200]
 
 
@@ -517,7 +504,7 @@ _ERROR_KINDS: list[tuple[Callable[[BaseException], bool], Callable[..., str]]] =
 
 def describe_error(error: BaseException) -> str:
     """A short human reason for a failed request ("connection refused", "timed out"…)."""
-    causes = list(_causes(error))
+    causes = list(error_causes(error))
     for matches, describe in _ERROR_KINDS:
         for cause in causes:
             if matches(cause):
@@ -527,7 +514,7 @@ def describe_error(error: BaseException) -> str:
 
 def _is_stale_connection(error: BaseException) -> bool:
     """Whether the server dropped the connection before answering (a kept-alive one it had closed)."""
-    causes = list(_causes(error))
+    causes = list(error_causes(error))
     if any(isinstance(cause, AddressRefused | TimeoutError | ConnectionRefusedError) for cause in causes):
         return False
     return any(isinstance(cause, ConnectionResetError | BrokenPipeError) for cause in causes)

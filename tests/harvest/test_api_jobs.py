@@ -11,27 +11,14 @@ import pytest
 from django.urls import reverse
 from rest_framework.pagination import PageNumberPagination
 
-from harvest.choices import JobStatus, SiteState
-from harvest.crawler.site import SiteProgress
+from harvest.choices import JobStatus
 from harvest.models import Job
-from harvest.services.crawls import site_crawl_begin, site_crawl_end, site_crawl_progress
-from harvest.services.launcher import launch_due
-from harvest.services.planning import definition_configurations_change, definition_run_now
-from tests.factories import UserFactory
+from harvest.services.crawls import site_crawl_progress
+from harvest.services.planning import definition_configurations_change
+from tests.harvest.sitecrawls import DOMAINS, end, launch, progress, run
 from webarchive.permissions import Role
 
 pytestmark = pytest.mark.django_db
-
-DOMAINS = ["alpha.fr", "beta.fr", "gamma.fr"]
-
-
-@pytest.fixture
-def as_role(client):
-    def login(role):
-        client.force_login(UserFactory(roles=[role]))
-        return client
-
-    return login
 
 
 @pytest.fixture
@@ -39,38 +26,7 @@ def job(make_domain, selective):
     definition_configurations_change(
         definition=selective, add=[make_domain(name).default_configuration for name in DOMAINS]
     )
-    definition_run_now(definition=selective)
-    launch_due()
-    return Job.objects.get(harvest_definition=selective)
-
-
-def progress(urls_done=0, urls_queued=0, bytes=0, errors=0, rate=0.0, current_url="", error=""):
-    return SiteProgress(
-        urls_done=urls_done,
-        urls_queued=urls_queued,
-        bytes=bytes,
-        errors=errors,
-        rate=rate,
-        current_url=current_url,
-        stop_reason="",
-        error=error,
-    )
-
-
-def run(job, domain, **numbers):
-    entry = job.configurations.get(domain__name=domain)
-    site_crawl_begin(entry_id=entry.pk, worker="worker-1")
-    site_crawl_progress(entry_id=entry.pk, job_id=job.pk, progress=progress(**numbers))
-    return entry
-
-
-def end(job, domain, reason="completed", **numbers):
-    entry = job.configurations.get(domain__name=domain)
-    if entry.state == SiteState.QUEUED:
-        site_crawl_begin(entry_id=entry.pk, worker="worker-1")
-    return site_crawl_end(
-        entry_id=entry.pk, stop_reason=reason, progress=progress(**numbers), report={}, external_links={}
-    )
+    return launch(selective)
 
 
 def url(name, job, **query):

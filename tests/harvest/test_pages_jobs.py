@@ -19,38 +19,22 @@ from django.urls import reverse
 
 from harvest.choices import JobStatus, SiteState, StopReason
 from harvest.crawler.crawllog import CrawlLog, log_line
-from harvest.crawler.site import SiteProgress
-from harvest.models import HarvestInfo, Job, JobConfiguration
+from harvest.models import HarvestInfo
 from harvest.selectors import crawl_log_path
 from harvest.services.crawls import (
-    site_crawl_begin,
-    site_crawl_end,
     site_crawl_progress,
     warc_file_register,
 )
 from harvest.services.jobs import job_transition
-from harvest.services.launcher import launch_due
 from harvest.services.planning import (
     definition_configurations_change,
-    definition_run_now,
     definition_save,
 )
 from storage.models import WarcFile
-from tests.factories import UserFactory
+from tests.harvest.sitecrawls import DOMAINS, end, entry_of, launch, progress, run
 from webarchive.permissions import Role
 
 pytestmark = pytest.mark.django_db
-
-DOMAINS = ["alpha.fr", "beta.fr", "gamma.fr"]
-
-
-@pytest.fixture
-def as_role(client):
-    def login(role):
-        client.force_login(UserFactory(roles=[role]))
-        return client
-
-    return login
 
 
 @pytest.fixture
@@ -71,58 +55,9 @@ def attached(make_domain, selective):
     return selective
 
 
-def launch(definition) -> Job:
-    """A new run of the definition, as the launcher makes it: one submitted job."""
-    before = set(Job.objects.values_list("pk", flat=True))
-    definition_run_now(definition=definition)
-    launch_due()
-    return Job.objects.exclude(pk__in=before).get(harvest_definition=definition)
-
-
 @pytest.fixture
 def job(attached):
     return launch(attached)
-
-
-def entry_of(job, domain) -> JobConfiguration:
-    return job.configurations.get(domain__name=domain)
-
-
-def progress(
-    urls_done=0, urls_queued=0, bytes=0, errors=0, rate=0.0, current_url="", stop_reason="", error=""
-):
-    return SiteProgress(
-        urls_done=urls_done,
-        urls_queued=urls_queued,
-        bytes=bytes,
-        errors=errors,
-        rate=rate,
-        current_url=current_url,
-        stop_reason=stop_reason,
-        error=error,
-    )
-
-
-def run(job, domain, **numbers) -> JobConfiguration:
-    """Start the site crawl of a domain and report its progress."""
-    entry = entry_of(job, domain)
-    assert site_crawl_begin(entry_id=entry.pk, worker="worker-1") is not None
-    site_crawl_progress(entry_id=entry.pk, job_id=job.pk, progress=progress(**numbers))
-    return entry
-
-
-def end(job, domain, reason="completed", *, links=None, **numbers) -> bool:
-    """End the site crawl of a domain (started first if it is not); True when that ended the job."""
-    entry = entry_of(job, domain)
-    if entry.state == SiteState.QUEUED:
-        site_crawl_begin(entry_id=entry.pk, worker="worker-1")
-    return site_crawl_end(
-        entry_id=entry.pk,
-        stop_reason=reason,
-        progress=progress(**numbers),
-        report={},
-        external_links=links or {},
-    )
 
 
 def page_text(response) -> str:
