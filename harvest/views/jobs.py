@@ -245,46 +245,50 @@ def _back(request, job: Job) -> str:
     return job.get_absolute_url()
 
 
-class JobStopView(AreaRequiredMixin, View):
-    """POST: stop a submitted or running job (engineers); queued sites end at once, running ones soon."""
+class JobActionView(AreaRequiredMixin, View):
+    """POST: one engineer's action on a job; a refusal is shown as the service words it."""
 
     area = Area.PLANNING
     model_permission = (CHANGE, Job)
-    permission_denied_message = gettext_lazy("Only crawl engineers may stop jobs.")
+
+    def act(self, request, job: Job) -> tuple[str, str]:
+        """Do it; return where to go next and what to say."""
+        raise NotImplementedError
 
     def post(self, request, pk):
         job = get_object_or_404(Job, pk=pk)
         try:
-            job = job_stop(job=job, user=request.user)
+            target, text = self.act(request, job)
         except ValidationError as error:
             for message in error.messages:
                 messages.error(request, message)
             return redirect(_back(request, job))
+        messages.success(request, text)
+        return redirect(target)
+
+
+class JobStopView(JobActionView):
+    """Stop a submitted or running job (engineers); queued sites end at once, running ones soon."""
+
+    permission_denied_message = gettext_lazy("Only crawl engineers may stop jobs.")
+
+    def act(self, request, job):
+        job = job_stop(job=job, user=request.user)
         if job.status in ACTIVE:
             text = _("%(job)s is stopping: its queued sites ended, its running sites stop within seconds.")
         else:
             text = _("%(job)s was stopped.")
-        messages.success(request, text % {"job": job})
-        return redirect(_back(request, job))
+        return _back(request, job), text % {"job": job}
 
 
-class JobResubmitView(AreaRequiredMixin, View):
-    """POST: run a failed (or never started) job again as a new job (engineers)."""
+class JobResubmitView(JobActionView):
+    """Run a failed (or never started) job again as a new job (engineers)."""
 
-    area = Area.PLANNING
-    model_permission = (CHANGE, Job)
     permission_denied_message = gettext_lazy("Only crawl engineers may resubmit jobs.")
 
-    def post(self, request, pk):
-        job = get_object_or_404(Job, pk=pk)
-        try:
-            copy = job_resubmit(job=job, user=request.user)
-        except ValidationError as error:
-            for message in error.messages:
-                messages.error(request, message)
-            return redirect(job)
-        messages.success(request, _("%(job)s was resubmitted as %(copy)s.") % {"job": job, "copy": copy})
-        return redirect(copy)
+    def act(self, request, job):
+        copy = job_resubmit(job=job, user=request.user)
+        return copy.get_absolute_url(), _("%(job)s was resubmitted as %(copy)s.") % {"job": job, "copy": copy}
 
 
 urlpatterns = [
