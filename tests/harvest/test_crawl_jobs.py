@@ -29,10 +29,14 @@ from harvest.services.crawls import (
     site_crawl_begin,
     site_crawl_progress,
 )
+from harvest.services.domains import configuration_save
 from harvest.services.jobs import job_resubmit
+from harvest.services.launcher import definition_launch
+from harvest.services.planning import definition_run_now, definition_save
 from harvest.worker import run_site_crawl
 from storage.models import WarcFile
 from tests.harvest.crawljobs import job_for_sites
+from tests.harvest.sitecrawls import end
 from webarchive.permissions import Role
 from webarchive.testsite import TestSite
 
@@ -214,3 +218,19 @@ def test_crawl_log_search_by_site_and_pattern(site):
     assert len(list(search(path, limit=3))) == 3
     with pytest.raises(re.error):
         list(search(path, pattern="("))
+
+
+@pytest.mark.django_db
+def test_a_snapshot_limit_smaller_than_the_configuration_s_is_the_harvest_s_stop_reason(
+    snapshot, make_domain
+):
+    small = make_domain("small.fr")
+    make_domain("large.fr")
+    configuration_save(configuration=small.default_configuration, max_objects=100)  # below the harvest's
+    snapshot = definition_save(definition=snapshot, max_objects_per_domain=1000, max_bytes_per_domain=10**6)
+    definition_run_now(definition=snapshot)
+    job = definition_launch(definition_id=snapshot.pk).jobs.get()
+    end(job, "small.fr", "object-limit", urls_done=100)
+    end(job, "large.fr", "object-limit", urls_done=1000)
+    reasons = dict(HarvestInfo.objects.filter(job=job).values_list("domain__name", "stop_reason"))
+    assert reasons == {"small.fr": StopReason.CONFIG_OBJECT_LIMIT, "large.fr": StopReason.OBJECT_LIMIT}
