@@ -72,6 +72,7 @@ def fetcher(digest_algorithm: str = "sha256") -> Fetcher:
         read_timeout=settings.HARVEST_READ_TIMEOUT,
         max_response_bytes=settings.HARVEST_MAX_RESPONSE_BYTES,
         max_fetch_seconds=settings.HARVEST_MAX_FETCH_SECONDS,
+        verify_tls=settings.HARVEST_VERIFY_TLS,
         digest_algorithm=digest_algorithm,
     )
 

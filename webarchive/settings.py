@@ -86,6 +86,9 @@ HARVEST_CONNECT_TIMEOUT = env.float("HARVEST_CONNECT_TIMEOUT", default=10.0)
 HARVEST_READ_TIMEOUT = env.float("HARVEST_READ_TIMEOUT", default=30.0)
 HARVEST_MAX_RESPONSE_BYTES = env.int("HARVEST_MAX_RESPONSE_BYTES", default=100 * 1024 * 1024)
 HARVEST_MAX_FETCH_SECONDS = env.float("HARVEST_MAX_FETCH_SECONDS", default=600.0)
+# Whether an invalid TLS certificate (expired, self-signed, wrong name) stops a fetch. Off, as in
+# Heritrix: the archive keeps what a visitor saw after clicking through the browser's warning.
+HARVEST_VERIFY_TLS = env.bool("HARVEST_VERIFY_TLS", default=False)
 # Trap limits: a path segment repeated more than N times; distinct URLs under one directory;
 # distinct parameter sets of one script.
 HARVEST_TRAP_PATH_REPEATS = env.int("HARVEST_TRAP_PATH_REPEATS", default=2)

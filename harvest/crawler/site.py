@@ -278,10 +278,10 @@ class SiteCrawl:
             if source.hop_path.strip("R") == "":  # a seed's redirect: its target is a seed too
                 self.scope.add_seed(canonical)
                 self.seed_hosts.add(host_of(canonical))
-                self._queue_component(Candidate(canonical, hop_path, source.url, True))
+                self.frontier.add_component(Candidate(canonical, hop_path, source.url, True))
                 return
             follow = source.follow and self.scope.decide(canonical, hop_path) is None
-            self._queue_component(Candidate(canonical, hop_path, source.url, follow))
+            self.frontier.add_component(Candidate(canonical, hop_path, source.url, follow))
             return
         if hop in NAVIGATION_HOPS:
             if not source.follow:
@@ -311,10 +311,7 @@ class SiteCrawl:
             self.trapped += 1
             return
         follow = source.follow and self.scope.decide(canonical, hop_path) is None
-        self._queue_component(Candidate(canonical, hop_path, source.url, follow))
-
-    def _queue_component(self, candidate: Candidate) -> None:
-        self.frontier.add_component(candidate)
+        self.frontier.add_component(Candidate(canonical, hop_path, source.url, follow))
 
     def _trapped(self, url: str) -> bool:
         if self.traps.check(url) is not None:

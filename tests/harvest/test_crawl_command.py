@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.testsite_fixtures import self_signed_certificate
 from webarchive.testsite import TestSite
 
 WARCIO = Path(sys.executable).with_name("warcio")
@@ -68,3 +69,19 @@ def test_bad_arguments_are_refused_and_nothing_is_written(tmp_path, arguments, m
     with pytest.raises(CommandError, match=message):
         call_command("crawl", *arguments, "--warc-dir", str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+def test_invalid_certificates_are_archived_unless_verification_is_asked_for(tmp_path, capsys, settings):
+    settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES = True
+    tls = self_signed_certificate(tmp_path, "127.0.0.1")
+    with TestSite(port=0, tls=tls) as secure:
+        call_command(
+            "crawl", secure.url("/ok"), "--warc-dir", str(tmp_path / "a"), "--delay", "0", "--depth", "0"
+        )
+        assert "stop reason completed" in capsys.readouterr().out
+        settings.HARVEST_VERIFY_TLS = True
+        call_command(
+            "crawl", secure.url("/ok"), "--warc-dir", str(tmp_path / "b"), "--delay", "0", "--depth", "0"
+        )
+        assert "stop reason failed" in capsys.readouterr().out
+        assert "certificate_verify_failed" in (tmp_path / "b" / "crawl.log").read_text()
