@@ -5,34 +5,60 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('harvest', '0003_crawling'),
+        ("harvest", "0003_crawling"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WarcFile',
+            name="WarcFile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=255, unique=True, verbose_name='name')),
-                ('path', models.CharField(help_text='Where the file was written.', max_length=1000, verbose_name='path')),
-                ('size', models.BigIntegerField(verbose_name='size (bytes)')),
-                ('sha256', models.CharField(max_length=64, verbose_name='SHA-256')),
-                ('records', models.PositiveIntegerField(default=0, verbose_name='records')),
-                ('created_at', models.DateTimeField(verbose_name='created at')),
-                ('closed_at', models.DateTimeField(verbose_name='closed at')),
-                ('recovered', models.BooleanField(default=False, help_text='Closed after its writer died: a torn last record was cut off.', verbose_name='recovered')),
-                ('registered_at', models.DateTimeField(auto_now_add=True, verbose_name='registered at')),
-                ('job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='warc_files', to='harvest.job', verbose_name='job')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("name", models.CharField(max_length=255, unique=True, verbose_name="name")),
+                (
+                    "path",
+                    models.CharField(
+                        help_text="Where the file was written.", max_length=1000, verbose_name="path"
+                    ),
+                ),
+                ("size", models.BigIntegerField(verbose_name="size (bytes)")),
+                ("sha256", models.CharField(max_length=64, verbose_name="SHA-256")),
+                ("records", models.PositiveIntegerField(default=0, verbose_name="records")),
+                ("created_at", models.DateTimeField(verbose_name="created at")),
+                ("closed_at", models.DateTimeField(verbose_name="closed at")),
+                (
+                    "recovered",
+                    models.BooleanField(
+                        default=False,
+                        help_text="Closed after its writer died: a torn last record was cut off.",
+                        verbose_name="recovered",
+                    ),
+                ),
+                ("registered_at", models.DateTimeField(auto_now_add=True, verbose_name="registered at")),
+                (
+                    "job",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="warc_files",
+                        to="harvest.job",
+                        verbose_name="job",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'WARC file',
-                'verbose_name_plural': 'WARC files',
-                'ordering': ['-created_at', 'name'],
-                'indexes': [models.Index(fields=['job', 'created_at'], name='storage_war_job_id_fb363d_idx')],
+                "verbose_name": "WARC file",
+                "verbose_name_plural": "WARC files",
+                "ordering": ["-created_at", "name"],
+                "indexes": [models.Index(fields=["job", "created_at"], name="storage_war_job_id_fb363d_idx")],
             },
         ),
     ]
