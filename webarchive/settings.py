@@ -76,9 +76,7 @@ HARVEST_WARC_PREFIX = env("HARVEST_WARC_PREFIX", default="webarchive")
 HARVEST_WARC_MAX_SIZE = env.int("HARVEST_WARC_MAX_SIZE", default=1_000_000_000)
 # The crawler's name, with the page that tells webmasters who we are.
 HARVEST_CONTACT_URL = env("HARVEST_CONTACT_URL", default="http://127.0.0.1:8000/about/crawler/")
-HARVEST_USER_AGENT = env(
-    "HARVEST_USER_AGENT", default=f"webarchive-bot/1.0 (+{HARVEST_CONTACT_URL})"
-)
+HARVEST_USER_AGENT = env("HARVEST_USER_AGENT", default=f"webarchive-bot/1.0 (+{HARVEST_CONTACT_URL})")
 # Fetch threads shared by all the site crawls of one worker process, and the most site crawls one
 # worker process runs at once (its Celery concurrency; a waiting site holds no fetch thread).
 HARVEST_CRAWL_THREADS = env.int("HARVEST_CRAWL_THREADS", default=8)
