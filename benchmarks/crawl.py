@@ -353,7 +353,7 @@ def run_ours(servers: Servers, work: Path, *, delay: float, threads: int, profil
 def contest(
     servers: Servers, work: Path, log, *, delay=0.0, threads=8, profile=False
 ) -> tuple[Run, Run, str]:
-    """wget, then ours, each against freshly started servers; and the load average around both."""
+    """wget, then ours, each against freshly started servers; and notes (how ours ended, the load)."""
     load = os.getloadavg()[0]
     with servers as started:
         log(f"  wget on {started.count} site(s) from {started.url()}")
@@ -363,9 +363,10 @@ def contest(
         log("  our crawler")
         mine = run_ours(again, work, delay=delay, threads=threads, profile=profile)
     mine.server_cpu_seconds = again.cpu_seconds
-    after = os.getloadavg()[0]
-    load = f"- load average (1 min) before / after: {load:.1f} / {after:.1f} ({os.cpu_count()} CPUs)"
-    return mine, peer, load
+    ends = ", ".join(f"{reason} {count:,}" for reason, count in mine.inside["stop_reasons"].items())
+    notes = f"- our site crawls ended: {ends}\n"
+    notes += f"- load average (1 min) before / after: {load:.1f} / {os.getloadavg()[0]:.1f}"
+    return mine, peer, notes
 
 
 # The figures -------------------------------------------------------------------------------------
@@ -465,11 +466,11 @@ def _verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
 
-def report_throughput(pages: int, mine: Run, peer: Run, found: dict, load: str) -> list[str]:
+def report_throughput(pages: int, mine: Run, peer: Run, found: dict, notes: str) -> list[str]:
     """The throughput and completeness sections."""
     ratio, truth = mine.rate / peer.rate, found["truth"]
     lines = [f"### 1. Throughput: one site of {pages:,} pages, no delay", "", *_runs_table(mine, peer), ""]
-    lines += [f"- ours / wget, URLs/s: **{ratio:.2f}** (goal ≥ 1.0: {_verdict(ratio >= 1.0)})", load, ""]
+    lines += [f"- ours / wget, URLs/s: **{ratio:.2f}** (goal ≥ 1.0: {_verdict(ratio >= 1.0)})", notes, ""]
     lines += [f"### 2. Completeness: the same crawls against the ground truth ({truth:,} URLs)", ""]
     lines += ["| contender | ground truth captured | share | other URLs | distinct canonical URLs |"]
     lines += ["|---|---:|---:|---:|---:|"]
@@ -497,7 +498,7 @@ def report_throughput(pages: int, mine: Run, peer: Run, found: dict, load: str) 
     return lines
 
 
-def report_politeness(args, mine: Run, peer: Run, load: str) -> list[str]:
+def report_politeness(args, mine: Run, peer: Run, notes: str) -> list[str]:
     """The politeness section: both against their ideal, and each other."""
     delay = args.delay
     figures = politeness(crawl_log_requests(mine.directory / "crawl.log"), delay)
@@ -527,11 +528,11 @@ def report_politeness(args, mine: Run, peer: Run, load: str) -> list[str]:
         "- our next request to a site came later than the delay after the end of the previous one by:"
         f" mean {late[0] * 1000:.0f} ms, median {late[1] * 1000:.0f} ms, 95th percentile"
         f" {late[2] * 1000:.0f} ms, max {late[3] * 1000:.0f} ms",
-        load,
+        notes,
     ]
 
 
-def report_memory(pages: int, mine: Run, peer: Run, load: str) -> list[str]:
+def report_memory(pages: int, mine: Run, peer: Run, notes: str) -> list[str]:
     """The memory section, with how our RSS grew during the crawl."""
     samples = mine.inside["samples"]
     picked = [*samples[:: max(1, len(samples) // 8)][:8], *samples[-1:]]
@@ -546,7 +547,7 @@ def report_memory(pages: int, mine: Run, peer: Run, load: str) -> list[str]:
         f" {mine.inside['baseline_rss_kib'] / 1024:.0f} MiB",
         "- our RSS during the crawl (seconds: URLs done, MiB): "
         + ", ".join(f"{s:.0f} s: {done:,}, {rss / 1024:.0f}" for s, done, rss in picked),
-        load,
+        notes,
     ]
 
 
@@ -570,25 +571,25 @@ def benchmark(args, work: Path, log) -> list[list[str]]:
     if "throughput" in args.only:
         log(f"Throughput and completeness: one site of {args.pages:,} pages")
         servers = Servers(seed=args.seed, pages=args.pages)
-        mine, peer, load = contest(servers, work / "throughput", log, **options)
+        mine, peer, notes = contest(servers, work / "throughput", log, **options)
         # The ground truth of the site on the port both crawled (computed here: nothing is served).
         site = TestSite(port=servers.ports[0], seed=args.seed, pages=args.pages)
         try:
             found = completeness(site, mine, peer)
         finally:
             site.stop()
-        sections += [report_throughput(args.pages, mine, peer, found, load), _profile_section(mine)]
+        sections += [report_throughput(args.pages, mine, peer, found, notes), _profile_section(mine)]
     if "politeness" in args.only:
         log(f"Politeness: {args.sites} sites of {args.site_pages} pages, {args.delay} s delay")
         # A small large file: 200 copies of the 2 MiB one would measure gzip more than politeness.
         servers = Servers(seed=args.seed, pages=args.site_pages, count=args.sites, large_file_bytes=100_000)
-        mine, peer, load = contest(servers, work / "politeness", log, delay=args.delay, **options)
-        sections += [report_politeness(args, mine, peer, load), _profile_section(mine)]
+        mine, peer, notes = contest(servers, work / "politeness", log, delay=args.delay, **options)
+        sections += [report_politeness(args, mine, peer, notes), _profile_section(mine)]
     if "memory" in args.only:
         log(f"Memory: one site of {args.memory_pages:,} pages (minutes at full size)")
         servers = Servers(seed=args.seed, pages=args.memory_pages)
-        mine, peer, load = contest(servers, work / "memory", log, threads=args.threads)
-        sections.append(report_memory(args.memory_pages, mine, peer, load))
+        mine, peer, notes = contest(servers, work / "memory", log, threads=args.threads)
+        sections.append(report_memory(args.memory_pages, mine, peer, notes))
     return [section for section in sections if section]
 
 

@@ -1,4 +1,4 @@
-"""The job generation benchmark (benchmarks/job_generation.py) works: counts only, never time."""
+"""The benchmarks (benchmarks/job_generation.py, crawl.py) work: counts and reports only, never time."""
 
 import importlib.util
 import os
@@ -141,37 +141,25 @@ def crawl_bench():
     del sys.modules[spec.name]
 
 
-def test_politeness_ideal_and_lateness_come_from_the_crawl_log(crawl_bench, tmp_path):
+def _log_line(site: str, url: str, *, at_ms: int, duration_ms: int, status: int = 200) -> str:
+    """A crawl log line as our crawler writes it."""
     from datetime import UTC, datetime, timedelta
 
     from harvest.crawler.crawllog import log_line
 
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    lines = []
-    # Site a: 3 requests, each 10 ms long, the next one 600 ms after the start of the previous one.
-    for k in range(3):
-        lines.append(
-            log_line(
-                when=start + timedelta(milliseconds=600 * k),
-                status=200,
-                size=10,
-                url=f"http://a/{k}",
-                hop_path="L",
-                via="-",
-                mime="text/html",
-                duration=0.010,
-                digest="",
-                site="a",
-            )
-        )
-    # Site b: one request, and a URL robots.txt forbade (no request at all).
-    for status in (200, -9998):
-        lines.append(
-            log_line(
-                when=start, status=status, size=0, url="http://b/", hop_path="", via="", mime="",
-                duration=0.0, digest="", site="b",
-            )
-        )  # fmt: skip
+    when = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(milliseconds=at_ms)
+    fields = {"size": 10, "hop_path": "L", "via": "", "mime": "text/html", "digest": ""}
+    return log_line(when=when, status=status, url=url, duration=duration_ms / 1000, site=site, **fields)
+
+
+def test_politeness_ideal_and_lateness_come_from_the_crawl_log(crawl_bench, tmp_path):
+    lines = [
+        # Site a: 3 requests of 10 ms, each 600 ms after the start of the previous one.
+        *(_log_line("a", f"http://a/{k}", at_ms=600 * k, duration_ms=10) for k in range(3)),
+        # Site b: one request, and a URL robots.txt forbade (no request at all).
+        _log_line("b", "http://b/", at_ms=0, duration_ms=0),
+        _log_line("b", "http://b/private", at_ms=0, duration_ms=0, status=-9998),
+    ]
     log = tmp_path / "crawl.log"
     log.write_text("\n".join(lines) + "\n")
 
