@@ -38,7 +38,6 @@ from webarchive.netguard import AddressPolicy
 
 logger = logging.getLogger(__name__)
 
-_WARC_NAME = re.compile(r"^.+-(?P<job>\d+)-\d{14}-\d{5}-.+\.warc\.gz$")
 
 _engine: CrawlEngine | None = None
 _engine_lock = threading.Lock()
@@ -111,20 +110,25 @@ class _JobFiles:
             warc_file_register(info=info, job_id=self.job_id)
 
 
+def _job_writer(job, *, description: str = "", on_file_closed) -> warc.WarcWriter:
+    """A WARC writer for a job's files in HARVEST_WARC_DIR."""
+    return warc.WarcWriter(
+        directory=settings.HARVEST_WARC_DIR,
+        prefix=settings.HARVEST_WARC_PREFIX,
+        job_id=job.pk,
+        host=worker_host(),
+        max_size=settings.HARVEST_WARC_MAX_SIZE,
+        warcinfo=warcinfo(f"{job.harvest_definition.name}, run {job.run_number}, job {job.pk}{description}"),
+        on_file_closed=on_file_closed,
+    )
+
+
 def _acquire(job) -> _JobFiles:
     with _jobs_lock:
         files = _jobs.get(job.pk)
         if files is None:
             holder: list[_JobFiles] = []
-            writer = warc.WarcWriter(
-                directory=settings.HARVEST_WARC_DIR,
-                prefix=settings.HARVEST_WARC_PREFIX,
-                job_id=job.pk,
-                host=worker_host(),
-                max_size=settings.HARVEST_WARC_MAX_SIZE,
-                warcinfo=warcinfo(f"{job.harvest_definition.name}, run {job.run_number}, job {job.pk}"),
-                on_file_closed=lambda info: holder[0].file_closed(info),
-            )
+            writer = _job_writer(job, on_file_closed=lambda info: holder[0].file_closed(info))
             files = _JobFiles(job.pk, writer, CrawlLog(crawl_log_path(job.pk)))
             holder.append(files)
             _jobs[job.pk] = files
@@ -151,9 +155,21 @@ def recover_warc_files() -> int:
         return 0
     recovered = recover_open_files(directory, log=logger.warning)
     for info in recovered:
-        match = _WARC_NAME.match(info.name)
+        match = warc.FILE_NAME.search(info.name)
         warc_file_register(info=info, job_id=int(match["job"]) if match else None)
     return len(recovered)
+
+
+_recovered = threading.Event()
+
+
+def _recover_once() -> None:
+    """At a process's first site crawl: the files a killed predecessor left (a job's end looks again)."""
+    if not _recovered.is_set():
+        with _jobs_lock:
+            if not _recovered.is_set():
+                recover_warc_files()
+                _recovered.set()
 
 
 def site_settings(entry, job) -> SiteSettings:
@@ -182,17 +198,24 @@ def site_settings(entry, job) -> SiteSettings:
         max_objects=entry.max_objects,
         max_bytes=entry.max_bytes,
         deadline=deadline,
-        max_path_repeats=settings.HARVEST_TRAP_PATH_REPEATS,
-        max_per_directory=settings.HARVEST_TRAP_PER_DIRECTORY,
-        max_per_script=settings.HARVEST_TRAP_PER_SCRIPT,
-        calendar_years_back=settings.HARVEST_TRAP_CALENDAR_YEARS_BACK,
-        calendar_years_ahead=settings.HARVEST_TRAP_CALENDAR_YEARS_AHEAD,
+        **trap_limits(),
     )
+
+
+def trap_limits() -> dict:
+    """The deployment's trap limits, as SiteSettings takes them."""
+    return {
+        "max_path_repeats": settings.HARVEST_TRAP_PATH_REPEATS,
+        "max_per_directory": settings.HARVEST_TRAP_PER_DIRECTORY,
+        "max_per_script": settings.HARVEST_TRAP_PER_SCRIPT,
+        "calendar_years_back": settings.HARVEST_TRAP_CALENDAR_YEARS_BACK,
+        "calendar_years_ahead": settings.HARVEST_TRAP_CALENDAR_YEARS_AHEAD,
+    }
 
 
 def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
     """Crawl one domain configuration of a job to its end; returns what happened, for the task's log."""
-    recover_warc_files()
+    _recover_once()
     worker = f"{socket.gethostname()}:{threading.get_native_id()}"
     entry = site_crawl_begin(entry_id=entry_id, worker=worker, redelivered=redelivered)
     if entry is None:
@@ -229,15 +252,7 @@ def write_job_metadata(job) -> None:
     """At the end of a job: its crawl log, per-domain report and external links as WARC metadata records."""
     recover_warc_files()
     holder: list = []
-    writer = warc.WarcWriter(
-        directory=settings.HARVEST_WARC_DIR,
-        prefix=settings.HARVEST_WARC_PREFIX,
-        job_id=job.pk,
-        host=worker_host(),
-        max_size=settings.HARVEST_WARC_MAX_SIZE,
-        warcinfo=warcinfo(f"{job.harvest_definition.name}, run {job.run_number}, job {job.pk}: metadata"),
-        on_file_closed=holder.append,
-    )
+    writer = _job_writer(job, description=": metadata", on_file_closed=holder.append)
     base = f"metadata://webarchive/job/{job.pk}"
     entries = job.configurations.select_related("domain").order_by("pk")
     with writer:

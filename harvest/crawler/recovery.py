@@ -18,7 +18,7 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from harvest.crawler.warc import _NAME_TIMESTAMP, OPEN_SUFFIX, READ_BYTES, WarcFileInfo
+from harvest.crawler.warc import FILE_NAME, OPEN_SUFFIX, READ_BYTES, WarcFileInfo
 
 
 def recover_open_files(
@@ -121,9 +121,9 @@ def _complete_members(fd: int) -> tuple[int, int]:
 
 
 def _created_at(name: str, fallback: float) -> datetime:
-    found = _NAME_TIMESTAMP.search(name)
+    found = FILE_NAME.search(name)
     if found:
-        return datetime.strptime(found.group(1), "%Y%m%d%H%M%S").replace(tzinfo=UTC)
+        return datetime.strptime(found["stamp"], "%Y%m%d%H%M%S").replace(tzinfo=UTC)
     return datetime.fromtimestamp(fallback, UTC)
 
 

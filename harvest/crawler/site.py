@@ -253,19 +253,17 @@ class SiteCrawl:
     def _queue_links(self, candidate: Candidate, exchange: Exchange) -> None:
         if exchange.status >= 400:
             return
-        document = None
-        if 300 <= exchange.status < 400 or exchange.content_type in EXTRACTED_TYPES:
-            body = b"" if exchange.status >= 300 else exchange.decoded_body()
-            document = Document(
-                url=candidate.url,
-                status=exchange.status,
-                headers=exchange.headers,
-                content_type=exchange.content_type,
-                charset=exchange.charset,
-                body=body,
-            )
-        if document is None:
+        redirect = exchange.status >= 300
+        if not redirect and exchange.content_type not in EXTRACTED_TYPES:
             return
+        document = Document(
+            url=candidate.url,
+            status=exchange.status,
+            headers=exchange.headers,
+            content_type=exchange.content_type,
+            charset=exchange.charset,
+            body=b"" if redirect else exchange.decoded_body(),  # a redirect's links are in its headers
+        )
         for link in extract_links(document, self.options):
             self._consider(candidate, link.url, link.hop)
 

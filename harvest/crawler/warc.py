@@ -53,7 +53,8 @@ DEFAULT_WARCINFO = {
     "format": "WARC File Format 1.1",
     "conformsTo": "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
 }
-_NAME_TIMESTAMP = re.compile(r"-(\d{14})-\d{5,}-[^/]*\.warc\.gz$")
+# What a file name says: {prefix}-{job}-{YYYYMMDDhhmmss}-{serial}-{host}.warc.gz (search, not match).
+FILE_NAME = re.compile(r"-(?P<job>\d+)-(?P<stamp>\d{14})-\d{5,}-[^/]*\.warc\.gz$")
 
 
 @dataclass

@@ -19,12 +19,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from harvest.crawler.engine import run_sites
-from harvest.crawler.fetch import Fetcher
-from harvest.crawler.site import SiteCrawl, SiteSettings
-from harvest.crawler.warc import WarcWriter
 from tests.components import require_component
-from webarchive.netguard import AddressPolicy
+from tests.crawler.sitecrawl import crawl
 from webarchive.testsite import TestSite
 
 BIN = Path(sys.executable).parent
@@ -41,18 +37,8 @@ def replay(tmp_path_factory):
     """(pywb base URL of the collection, the site's ground truth, a function: site path -> bytes served)."""
     require_component("pywb", (BIN / "wayback").exists(), "pywb (requirements-dev.txt) replays WARC files")
     root = tmp_path_factory.mktemp("pywb")
-    warcs = root / "crawl"
-    files: list = []
     with TestSite(port=0, seed=4, pages=30, hosts=2, large_file_bytes=50_000, slow_seconds=0.01) as site:
-        writer = WarcWriter(
-            directory=warcs, prefix="t", job_id=9, host="tests", warcinfo={}, on_file_closed=files.append
-        )
-        session = Fetcher(user_agent="t/1", address_check=AddressPolicy(allow_private=True).refusal).session()
-        crawl = SiteCrawl(
-            SiteSettings(seeds=[site.url("/site/")], min_delay=0, max_delay=0), session=session, writer=writer
-        )
-        run_sites([crawl])
-        writer.close()
+        files = crawl(root / "crawl", [site.url("/site/")]).files
         truth = sorted(site.ground_truth(policy="host"))
         with requests.Session() as client:
             served = {}

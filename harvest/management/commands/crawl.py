@@ -16,7 +16,7 @@ from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.engine import run_sites
 from harvest.crawler.site import SiteCrawl, SiteSettings
 from harvest.crawler.urls import canonicalize, host_of
-from harvest.worker import fetcher, warcinfo, worker_host
+from harvest.worker import fetcher, trap_limits, warcinfo, worker_host
 
 POLICIES = ("page", "clicks", "path", "host", "domain")
 
@@ -117,11 +117,7 @@ class Command(BaseCommand):
                     max_objects=options["max_objects"],
                     max_bytes=options["max_bytes"],
                     deadline=deadline,
-                    max_path_repeats=settings.HARVEST_TRAP_PATH_REPEATS,
-                    max_per_directory=settings.HARVEST_TRAP_PER_DIRECTORY,
-                    max_per_script=settings.HARVEST_TRAP_PER_SCRIPT,
-                    calendar_years_back=settings.HARVEST_TRAP_CALENDAR_YEARS_BACK,
-                    calendar_years_ahead=settings.HARVEST_TRAP_CALENDAR_YEARS_AHEAD,
+                    **trap_limits(),
                 ),
                 session=fetcher(options["digest"]).session(),
                 writer=writer,
