@@ -34,6 +34,8 @@ from harvest.services.crawls import (
     warc_file_register,
 )
 from harvest.validators import trap_list
+from storage.services.indexing import CaptureRecorder, IndexConflict, warc_file_index
+from storage.warcindex import WarcReadError
 from webarchive.netguard import AddressPolicy
 
 logger = logging.getLogger(__name__)
@@ -95,6 +97,7 @@ class _JobFiles:
     job_id: int
     writer: warc.WarcWriter
     crawl_log: CrawlLog
+    captures: CaptureRecorder
     users: int = 0
     closed: list = field(default_factory=list)  # WarcFileInfo of files closed, not registered yet
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -104,13 +107,16 @@ class _JobFiles:
             self.closed.append(info)
 
     def register_closed(self) -> None:
+        """Index the records written since the last call (within seconds of their capture), then
+        register the files closed meanwhile."""
+        self.captures.flush()
         with self.lock:
             infos, self.closed = self.closed, []
         for info in infos:
             warc_file_register(info=info, job_id=self.job_id)
 
 
-def _job_writer(job, *, description: str = "", on_file_closed) -> warc.WarcWriter:
+def _job_writer(job, *, description: str = "", on_file_closed, on_record=None) -> warc.WarcWriter:
     """A WARC writer for a job's files in HARVEST_WARC_DIR."""
     return warc.WarcWriter(
         directory=settings.HARVEST_WARC_DIR,
@@ -120,6 +126,7 @@ def _job_writer(job, *, description: str = "", on_file_closed) -> warc.WarcWrite
         max_size=settings.HARVEST_WARC_MAX_SIZE,
         warcinfo=warcinfo(f"{job.harvest_definition.name}, run {job.run_number}, job {job.pk}{description}"),
         on_file_closed=on_file_closed,
+        on_record=on_record,
     )
 
 
@@ -128,8 +135,11 @@ def _acquire(job) -> _JobFiles:
         files = _jobs.get(job.pk)
         if files is None:
             holder: list[_JobFiles] = []
-            writer = _job_writer(job, on_file_closed=lambda info: holder[0].file_closed(info))
-            files = _JobFiles(job.pk, writer, CrawlLog(crawl_log_path(job.pk)))
+            captures = CaptureRecorder(job_id=job.pk, directory=settings.HARVEST_WARC_DIR)
+            writer = _job_writer(
+                job, on_file_closed=lambda info: holder[0].file_closed(info), on_record=captures.record
+            )
+            files = _JobFiles(job.pk, writer, CrawlLog(crawl_log_path(job.pk)), captures)
             holder.append(files)
             _jobs[job.pk] = files
         files.users += 1
@@ -156,7 +166,13 @@ def recover_warc_files() -> int:
     recovered = recover_open_files(directory, log=logger.warning)
     for info in recovered:
         match = warc.FILE_NAME.search(info.name)
-        warc_file_register(info=info, job_id=int(match["job"]) if match else None)
+        job_id = int(match["job"]) if match else None
+        warc_file_register(info=info, job_id=job_id)
+        # The dead writer's last captures were never indexed: index the whole file again.
+        try:
+            warc_file_index(path=info.path, job_id=job_id)
+        except (WarcReadError, IndexConflict) as error:
+            logger.error("recovered WARC file not indexed: %s", error)
     return len(recovered)
 
 
@@ -252,7 +268,10 @@ def write_job_metadata(job) -> None:
     """At the end of a job: its crawl log, per-domain report and external links as WARC metadata records."""
     recover_warc_files()
     holder: list = []
-    writer = _job_writer(job, description=": metadata", on_file_closed=holder.append)
+    captures = CaptureRecorder(job_id=job.pk, directory=settings.HARVEST_WARC_DIR)
+    writer = _job_writer(
+        job, description=": metadata", on_file_closed=holder.append, on_record=captures.record
+    )
     base = f"metadata://webarchive/job/{job.pk}"
     entries = job.configurations.select_related("domain").order_by("pk")
     with writer:
@@ -285,6 +304,7 @@ def write_job_metadata(job) -> None:
             content_type="text/plain",
             payload="".join(lines).encode(),
         )
+    captures.flush()
     for info in holder:
         warc_file_register(info=info, job_id=job.pk)
 

@@ -1,9 +1,21 @@
+import http.client
+
 import pytest
 
+from tests.archive_fixtures import copy_warcs, crawled_site, warc_paths  # noqa: F401  (a crawl, as WARC files)
 from tests.crawl_worker import crawl_worker  # noqa: F401  (a real Celery worker, for the crawl tests)
 from tests.factories import UserFactory
 from tests.testsite_fixtures import testsite  # noqa: F401  (the session-wide test website)
 from webarchive.permissions import Role
+
+# pywb, imported by some test modules (never by the application), raises http.client's header limit for
+# the whole process; the crawler's "too many headers" rule is the standard library's default.
+_HTTP_MAX_HEADERS = http.client._MAXHEADERS
+
+
+@pytest.fixture(autouse=True)
+def _http_header_limit_as_in_the_application():
+    http.client._MAXHEADERS = _HTTP_MAX_HEADERS
 
 
 @pytest.fixture(autouse=True)
@@ -27,6 +39,17 @@ def user_with_role(db):
         return UserFactory(roles=list(roles), **fields)
 
     return make
+
+
+@pytest.fixture
+def as_role(client):
+    """The test client, logged in as a new user holding ``role``."""
+
+    def login(role):
+        client.force_login(UserFactory(roles=[role]))
+        return client
+
+    return login
 
 
 @pytest.fixture

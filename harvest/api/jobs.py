@@ -24,7 +24,7 @@ from harvest.models import (
 from harvest.selectors import job_sites, job_totals
 from harvest.services import crawls, jobs
 from harvest.validators import trap_list
-from storage.models import WarcFile
+from storage.api.serializers import WarcFileSerializer
 from webarchive.api.viewsets import ReadOnlyViewSet
 from webarchive.permissions import CHANGE, Area
 
@@ -200,13 +200,6 @@ class SiteProgressSerializer(serializers.ModelSerializer):
             "stop_reason",
             "error",
         ]
-        read_only_fields = fields
-
-
-class WarcFileSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = WarcFile
-        fields = ["id", "name", "path", "size", "sha256", "records", "created_at", "closed_at", "recovered"]
         read_only_fields = fields
 
 

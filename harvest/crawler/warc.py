@@ -68,7 +68,7 @@ class RecordInfo:
     record_type: str
     target_uri: str
     date: str  # 14 digits, UTC
-    content_type: str  # of the payload ("text/html"), "" when there is none
+    content_type: str  # of the payload, as sent ("text/html; charset=utf-8"), "" when there is none
     status: int | None
     payload_digest: str | None
 
@@ -285,7 +285,7 @@ class WarcWriter:
             ],
             block,
             HTTP_RESPONSE,
-            content_type=exchange.content_type,
+            content_type=exchange.header("Content-Type") or "",
             status=exchange.status,
             payload_digest=payload_digest,
         )
@@ -325,8 +325,7 @@ class WarcWriter:
                 ("WARC-Payload-Digest", digest),  # no HTTP message in it: the payload is the whole block
                 ("WARC-Block-Digest", digest),
             ]
-            mime = content_type.split(";")[0].strip().lower()
-            record = _Record(headers, block, content_type, content_type=mime, payload_digest=digest)
+            record = _Record(headers, block, content_type, content_type=content_type, payload_digest=digest)
             return self._write([record])[0]
         finally:
             if stream is not None and stream is not payload:

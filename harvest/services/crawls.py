@@ -316,6 +316,7 @@ def warc_file_register(*, info, job_id: int | None):
             "created_at": info.created_at,
             "closed_at": info.closed_at,
             "recovered": info.recovered,
+            "indexed_at": info.closed_at,  # its captures were indexed as they were written
         },
     )
     return warc

@@ -9,7 +9,6 @@ from harvest.choices import HarvestKind
 from harvest.models import HarvestChannel, HarvestTemplate
 from harvest.services.domains import domain_create
 from harvest.services.planning import definition_save, schedule_save, template_save
-from tests.factories import UserFactory
 
 
 @pytest.fixture
@@ -49,14 +48,3 @@ def snapshot(db):
 @pytest.fixture
 def channels(db):
     return {channel.name: channel for channel in HarvestChannel.objects.all()}
-
-
-@pytest.fixture
-def as_role(client):
-    """The test client, logged in as a new user holding ``role``."""
-
-    def login(role):
-        client.force_login(UserFactory(roles=[role]))
-        return client
-
-    return login

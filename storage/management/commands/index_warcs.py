@@ -1,0 +1,92 @@
+"""``manage.py index_warcs PATH… [--cdxj OUT]``: existing WARC/ARC files into the capture index."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from harvest.models import Job
+from storage.services.indexing import CdxjSorter, IndexConflict, warc_file_index
+from storage.warcindex import WarcReadError, archive_files, cdxj_line, read_file_or_error
+
+
+class Command(BaseCommand):
+    requires_system_checks = []  # a batch tool: the checks cost a third of a second per run
+    help = (
+        "Index WARC and ARC files (gzip or not; directories are walked) into the capture index and "
+        "register them as files of the archive. Indexing a file again replaces its rows. Each file is "
+        "indexed all or nothing: a torn or non-WARC file is reported with the byte where reading "
+        "failed, and the others are still indexed."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("paths", nargs="+", metavar="PATH", help="WARC/ARC files or directories.")
+        parser.add_argument(
+            "--cdxj", metavar="OUT", help="Also write the captures of these files to OUT as sorted CDXJ."
+        )
+        parser.add_argument("--job", type=int, help="The harvest job the files came from, if known.")
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=os.cpu_count() or 1,
+            help="Processes reading files side by side while this one loads the index (default: one a CPU).",
+        )
+
+    def handle(self, *args, paths, cdxj=None, job=None, workers=1, verbosity=1, **options):
+        if workers < 1:
+            raise CommandError(f"--workers {workers}: give 1 or more.")
+        if job is not None and not Job.objects.filter(pk=job).exists():
+            raise CommandError(f"--job {job}: no such job.")
+        missing = [path for path in paths if not Path(path).exists()]
+        if missing:
+            raise CommandError(f"No such file or directory: {', '.join(missing)}")
+        if cdxj and Path(cdxj).is_dir():
+            raise CommandError(f"--cdxj {cdxj}: a directory; give a file name.")
+        sorter = CdxjSorter() if cdxj else None
+        started = time.monotonic()
+        files = captures = 0
+        failed: list[str] = []
+        for path, reading in _readings(list(archive_files(paths)), workers):
+            try:
+                if isinstance(reading, WarcReadError):
+                    raise reading
+                result = warc_file_index(reading=reading, job_id=job, keep_entries=sorter is not None)
+            except (WarcReadError, IndexConflict) as error:
+                failed.append(str(error))
+                self.stderr.write(f"{error} (nothing of it was indexed)")
+                continue
+            files += 1
+            captures += result.captures
+            if sorter is not None:
+                name = result.warc_file.name
+                sorter.add(cdxj_line(entry, name) for entry in result.entries)
+            if verbosity > 1 or (verbosity == 1 and result.replaced):
+                again = f", replacing {result.replaced}" if result.replaced else ""
+                self.stdout.write(f"{path}: {result.captures} captures{again}")
+        if sorter is not None:
+            lines = sorter.write(cdxj)
+            self.stdout.write(f"{lines} CDXJ lines written to {cdxj}")
+        elapsed = time.monotonic() - started
+        rate = captures / elapsed if elapsed else 0
+        summary = f"{files} files, {captures} captures indexed in {elapsed:.1f} s ({rate:,.0f}/s)"
+        self.stdout.write(self.style.SUCCESS(summary))
+        if failed:
+            raise CommandError(f"{len(failed)} file(s) could not be indexed:\n" + "\n".join(failed))
+
+
+def _readings(paths: list[Path], workers: int):
+    """(path, its reading or the error reading it), in order; files are read by ``workers`` processes
+    (reading is CPU-bound: inflating and parsing) while the caller loads the previous ones."""
+    if workers == 1 or len(paths) < 2:
+        for path in paths:
+            yield path, read_file_or_error(path)
+        return
+    # Fresh processes, not forks of this one: they must not share its database connection.
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(workers, len(paths)), mp_context=context) as pool:
+        yield from zip(paths, pool.map(read_file_or_error, paths), strict=True)
