@@ -10,7 +10,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 .PHONY: run test lint format demo migrate system-deps ldap clean help
 
 help:
-	@echo "make run    - set up and start the demo (web, worker, beat) on http://127.0.0.1:8000/"
+	@echo "make run    - set up and start the demo (web, workers, beat, replay) on http://127.0.0.1:8000/"
 	@echo "make test   - set up and run the test suite"
 	@echo "make lint   - ruff (lint + format check) and the migrations check"
 
@@ -38,6 +38,7 @@ run: demo
 	@echo "  The web archive is starting on http://$${WEBARCHIVE_HOST:-127.0.0.1}:$${WEBARCHIVE_PORT:-8000}/"
 	@echo "  Log in with one of the demo accounts above. Ctrl-C stops everything."
 	@echo "  The test website for URL checks: http://127.0.0.1:$${WEBARCHIVE_TESTSITE_PORT:-8001}/"
+	@echo "  Replay of the archive (pywb): $${REPLAY_URL:-http://127.0.0.1:8080/}$${REPLAY_COLLECTION:-archive}/"
 	@echo
 	$(BIN)/honcho start -f Procfile
 

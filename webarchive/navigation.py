@@ -47,7 +47,10 @@ AREA_PAGES: dict[Area, list[Page]] = {
         Page(_("Jobs"), "harvest:job_list", "harvest.job"),
     ],
     Area.REPORTS: [],
-    Area.ACCESS: [Page(_("REST API documentation"), "api-docs")],
+    Area.ACCESS: [
+        Page(_("Search the archive"), "storage:search", "storage.capture"),
+        Page(_("REST API documentation"), "api-docs"),
+    ],
     Area.ADMIN: [],
 }
 

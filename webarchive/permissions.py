@@ -73,6 +73,9 @@ _READER = {
     "selection.savedsearch": ALL,
 }
 
+# The archive itself (the Access area, open to every role): captures and the files they are in.
+_ARCHIVE_READER = {"storage.warcfile": (VIEW,), "storage.capture": (VIEW,)}
+
 # Reading what was planned and harvested (reports, the planning pages).
 _HARVEST_READER = {
     f"harvest.{name}": (VIEW,)
@@ -118,11 +121,13 @@ _PLANNER = {
 ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
     Role.LIBRARIAN: {
         **_READER,
+        **_ARCHIVE_READER,
         "selection.keyword": (VIEW, ADD),
         "selection.record": (VIEW, ADD, CHANGE),
     },
     Role.CURATOR: {
         **_READER,
+        **_ARCHIVE_READER,
         **_PLANNER,
         "selection.collection": (VIEW, ADD, CHANGE),
         "selection.theme": (VIEW, ADD, CHANGE),
@@ -131,8 +136,8 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         # Configuration, not an archival object: a rule may be withdrawn.
         "selection.compatibilityrule": ALL,
     },
-    Role.ENGINEER: {**_READER, **_PLANNER, "harvest.job": (VIEW, CHANGE)},
-    Role.MANAGER: {**_READER, **_HARVEST_READER},
+    Role.ENGINEER: {**_READER, **_ARCHIVE_READER, **_PLANNER, "harvest.job": (VIEW, CHANGE)},
+    Role.MANAGER: {**_READER, **_ARCHIVE_READER, **_HARVEST_READER},
 }
 
 METHOD_ACTIONS = {

@@ -100,6 +100,22 @@ HARVEST_PROGRESS_INTERVAL = env.float("HARVEST_PROGRESS_INTERVAL", default=2.0)
 # A started job none of whose sites has made progress for this long is failed.
 HARVEST_STALL_SECONDS = env.int("HARVEST_STALL_SECONDS", default=900)
 
+# Access: replay in pywb, its own process (``manage.py replay``; docs/access.md). REPLAY_URL is where
+# readers' browsers reach it; WEBARCHIVE_URL is where pywb reaches this application (CDX API, WARC
+# bytes) and where its banner links back to.
+REPLAY_URL = env("REPLAY_URL", default="http://127.0.0.1:8080/")
+REPLAY_COLLECTION = env("REPLAY_COLLECTION", default="archive")
+# Where `manage.py replay` makes pywb listen: loopback unless told otherwise (who can reach pywb can
+# read the whole archive); the port is REPLAY_PORT, else that of REPLAY_URL, else 8080.
+REPLAY_HOST = env("REPLAY_HOST", default="127.0.0.1")
+REPLAY_PORT = env.int("REPLAY_PORT", default=None)
+# The most captures one /cdx query returns (a larger limit is lowered to it).
+CDX_MAX_LIMIT = env.int("CDX_MAX_LIMIT", default=100_000)
+WEBARCHIVE_URL = env(
+    "WEBARCHIVE_URL",
+    default=f"http://{env('WEBARCHIVE_HOST', default='127.0.0.1')}:{env('WEBARCHIVE_PORT', default='8000')}/",
+)
+
 INSTALLED_APPS = [
     "webarchive.apps.WebArchiveAdminConfig",
     "django.contrib.auth",

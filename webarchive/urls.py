@@ -4,6 +4,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from storage.views import replay_endpoints
 from webarchive import views
 
 urlpatterns = [
@@ -14,6 +15,10 @@ urlpatterns = [
     path("account/token/", views.TokenRegenerateView.as_view(), name="account-token"),
     path("selection/", include("selection.urls")),
     path("harvest/", include("harvest.urls")),
+    path("access/", include("storage.urls")),
+    # What the replay process reads (machine endpoints: 401, not the login page).
+    path("cdx", replay_endpoints.cdx, name="cdx"),
+    path("warcs/<path:filename>", replay_endpoints.warc_bytes, name="warc_bytes"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The docs page is for people: send them to the login page, not a 401.
     path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),

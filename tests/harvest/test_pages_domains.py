@@ -115,7 +115,8 @@ def test_the_list_names_are_the_pages_of_this_module(domain, template, trap_list
     ours = {
         name
         for name in url_names()
-        if name.split(":")[-1].startswith(
+        if name.startswith("harvest:")
+        and name.split(":")[-1].startswith(
             ("domain_", "seedlist_", "configuration_", "template_", "trap_list_")
         )
     }

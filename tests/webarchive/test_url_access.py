@@ -6,6 +6,7 @@ slip in without its access being tested.
 """
 
 import uuid
+from pathlib import Path
 
 import pytest
 from django.contrib import admin
@@ -23,6 +24,7 @@ REPORTS = AREA_ROLES[Area.REPORTS]
 SELECTION = AREA_ROLES[Area.SELECTION]
 WRITERS = frozenset({Role.LIBRARIAN, Role.CURATOR})  # may propose and edit records (in their collections)
 CURATORS = frozenset({Role.CURATOR})
+ARCHIVE_READERS = AREA_ROLES[Area.ACCESS]
 # A fresh user of each role is a member of no collection: on a record's own
 # pages only curators (who write everywhere) may change it. Members are tested
 # in tests/selection/test_pages.py.
@@ -141,6 +143,56 @@ def new_harvest_info():
         byte_count=1,
         stop_reason="completed",
     )
+
+
+def new_warc_file():
+    from django.utils import timezone
+
+    from storage.models import WarcFile
+
+    return WarcFile.objects.create(
+        name=f"imported-{uuid.uuid4().hex[:10]}.warc.gz", path="/nowhere", created_at=timezone.now()
+    )
+
+
+def new_warc_file_on_disk():
+    from django.conf import settings
+    from django.utils import timezone
+
+    from storage.models import WarcFile
+
+    directory = Path(settings.HARVEST_WARC_DIR)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"imported-{uuid.uuid4().hex[:10]}.warc.gz"
+    path.write_bytes(b"WARC/1.1\r\n")
+    return WarcFile.objects.create(
+        name=path.name, path=str(path), created_at=timezone.now(), closed_at=timezone.now()
+    )
+
+
+def new_capture():
+    """A capture whose record is on disk (the raw page reads it)."""
+    import io
+
+    from django.conf import settings
+    from warcio.warcwriter import WARCWriter
+
+    from storage.services.indexing import warc_file_index
+
+    directory = Path(settings.HARVEST_WARC_DIR)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"access-{uuid.uuid4().hex[:10]}.warc.gz"
+    with path.open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        writer.write_record(
+            writer.create_warc_record(
+                "http://example.com/",
+                "resource",
+                payload=io.BytesIO(b"hello"),
+                warc_content_type="text/plain",
+            )
+        )
+    return warc_file_index(path=path).warc_file.captures.get()
 
 
 # name -> (kind, url builder, who may use it). Kinds: "page" (GET), "post" (a
@@ -385,6 +437,29 @@ ACCESS = {
     ),
     "api:job-resubmit": ("api-post", planning_url("api:job-resubmit", new_job), ENGINEERS),
     "api:job-stop": ("api-post", planning_url("api:job-stop", new_job), ENGINEERS),
+    "api:warcfile-list": ("api", url("api:warcfile-list"), ARCHIVE_READERS),
+    "api:warcfile-detail": ("api", planning_url("api:warcfile-detail", new_warc_file), ARCHIVE_READERS),
+    "storage:search": ("page", url("storage:search"), ARCHIVE_READERS),
+    # Machine endpoints of the replay process: 401 (not a login page) without credentials.
+    "cdx": ("api", lambda: reverse("cdx") + "?url=example.com", ARCHIVE_READERS),
+    "warc_bytes": (
+        "api",
+        lambda: reverse("warc_bytes", kwargs={"filename": new_warc_file_on_disk().name}),
+        ARCHIVE_READERS,
+    ),
+    "storage:capture_detail": ("page", planning_url("storage:capture_detail", new_capture), ARCHIVE_READERS),
+    "storage:capture_raw": ("page", planning_url("storage:capture_raw", new_capture), ARCHIVE_READERS),
+    "storage:warcfile_detail": (
+        "page",
+        planning_url("storage:warcfile_detail", new_warc_file),
+        ARCHIVE_READERS,
+    ),
+    "storage:job_captures": ("page", planning_url("storage:job_captures", new_job), ARCHIVE_READERS),
+    "storage:domain_captures": (
+        "page",
+        lambda: reverse("storage:domain_captures", kwargs={"name": "example.com"}),
+        ARCHIVE_READERS,
+    ),
 }
 ACCESS.update(
     {f"area[{area.value}]": ("page", lambda a=area: f"/{a.value}/", AREA_ROLES[area]) for area in Area}

@@ -7,6 +7,7 @@ from harvest.api import jobs as harvest_jobs
 from harvest.api import views as harvest
 from harvest.api.feed import CrawlFeedView
 from selection.api.views import CollectionViewSet, CompatibilityRuleViewSet, RecordViewSet, ThemeViewSet
+from storage.api.views import WarcFileViewSet
 from webarchive.api.views import ObtainTokenView
 
 app_name = "api"
@@ -29,6 +30,7 @@ router.register("budget-mappings", harvest.BudgetMappingViewSet)
 router.register("transfers", harvest.TransferViewSet)
 router.register("jobs", harvest_jobs.JobViewSet)
 router.register("harvest-infos", harvest_jobs.HarvestInfoViewSet)
+router.register("warc-files", WarcFileViewSet)
 
 urlpatterns = [
     path("auth/token/", ObtainTokenView.as_view(), name="token"),

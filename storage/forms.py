@@ -1,0 +1,110 @@
+"""The search form of the Access area: a URL as a reader types it, and how to match it."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+from django import forms
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+from webarchive.forms import BootstrapMixin
+
+MAX_URL_LENGTH = 2000
+SCHEMES = ("http", "https", "ftp")  # what archives hold (imported ones may have ftp)
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+_HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+
+
+class MatchType(models.TextChoices):
+    """How a searched URL is matched: itself, or every URL that starts with it."""
+
+    EXACT = "exact", _("This URL")
+    PREFIX = "prefix", _("Every URL starting with it")
+
+
+def search_url(text: str) -> str:
+    """A URL as typed, made one that the index can key (``example.com/a`` → ``http://example.com/a``).
+
+    Only the scheme is added: the SURT key then folds case, http/https, ``www.`` and the order of
+    query parameters, as pywb does. Raises ``ValidationError`` with what is wrong.
+    """
+    text = text.strip()
+    if not text:
+        raise ValidationError(_("Enter the URL to look for."), code="required")
+    if any(char.isspace() for char in text):
+        raise ValidationError(_("A URL cannot contain spaces."), code="spaces")
+    if not _SCHEME.match(text):
+        text = f"http://{text}"
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 (raises ValueError on a bad port)
+    except ValueError as error:
+        raise ValidationError(
+            _("This is not a valid URL (%(error)s)."), params={"error": error}, code="invalid"
+        ) from error
+    if parts.scheme.lower() not in SCHEMES:
+        raise ValidationError(
+            _("The archive holds http and https URLs, not “%(scheme)s” ones."),
+            params={"scheme": parts.scheme},
+            code="scheme",
+        )
+    _check_host(parts.hostname or "")
+    return text
+
+
+def _check_host(host: str) -> None:
+    if not host:
+        raise ValidationError(_("The URL has no host name."), code="host")
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    try:
+        ascii_host = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        ascii_host = ""
+    labels = ascii_host.rstrip(".").split(".")
+    if not ascii_host or not all(_HOST_LABEL.match(label) for label in labels):
+        raise ValidationError(_("“%(host)s” is not a valid host name."), params={"host": host}, code="host")
+
+
+class CaptureSearchForm(BootstrapMixin, forms.Form):
+    """Search the archive by URL: the captures of one URL, or the URLs under a prefix."""
+
+    url = forms.CharField(
+        label=_("URL"),
+        max_length=MAX_URL_LENGTH,
+        strip=False,  # search_url strips, and says so when nothing is left
+        widget=forms.TextInput(attrs={"autofocus": True, "spellcheck": "false", "autocapitalize": "off"}),
+        error_messages={"required": _("Enter the URL to look for.")},
+        help_text=_("With or without http:// or www.; end it with * to list every URL that starts with it."),
+    )
+    match = forms.ChoiceField(
+        label=_("Match"),
+        choices=MatchType.choices,
+        required=False,
+        widget=forms.RadioSelect,
+        error_messages={"invalid_choice": _("“%(value)s” is not a way to match: choose exact or prefix.")},
+    )
+
+    def clean_url(self) -> str:
+        text = self.cleaned_data["url"].strip()
+        # pywb's "example.com/path*" notation: a prefix search.
+        self.star = text.endswith("*")
+        return search_url(text.rstrip("*") if self.star else text)
+
+    def clean_match(self) -> str:
+        return self.cleaned_data.get("match") or MatchType.EXACT
+
+    def clean(self):
+        data = super().clean()
+        if getattr(self, "star", False) and "match" in data:
+            data["match"] = MatchType.PREFIX
+            self.data = self.data.copy()
+            self.data["match"] = MatchType.PREFIX  # the choice shown is the search made
+        return data

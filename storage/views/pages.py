@@ -1,0 +1,365 @@
+"""The Access pages: search the archive by URL, a capture (its headers, replay, the raw record), a WARC
+file, and the captures of one job or one domain.
+
+Every page is in the Access area and needs the view permission on captures (webarchive.permissions);
+the queries are in :mod:`storage.selectors`. Times are shown in UTC, as the 14-digit timestamps of
+the index and of replay addresses are.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import path, reverse
+from django.utils.translation import gettext as _
+from django.views.generic import DetailView, TemplateView, View
+from django.views.generic.detail import SingleObjectMixin
+
+from harvest.models import Domain, HarvestDefinition, Job
+from storage import selectors
+from storage.filtersets import CaptureFilterSet
+from storage.forms import CaptureSearchForm, MatchType
+from storage.models import Capture, WarcFile
+from storage.replay import replay_url
+from webarchive.permissions import VIEW, Area, can, can_enter, restrict
+from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerysetMixin
+
+CAPTURES_PER_PAGE = 100
+URLS_PER_PAGE = 100  # distinct URLs of a prefix search per page
+MONTH_HEADS = [datetime(2000, month, 1, tzinfo=UTC) for month in range(1, 13)]  # the calendar's columns
+ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
+_DOMAIN_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+
+
+def may_open_planning(user, model) -> bool:
+    """Whether the user may open the Planning page of an object of ``model`` (jobs, definitions, domains)."""
+    return can_enter(user, Area.PLANNING) and can(user, VIEW, model)
+
+
+def with_replay(captures):
+    """The captures, each given its replay address (``capture.replay``)."""
+    for capture in captures:
+        capture.replay = replay_url(capture.url, capture.timestamp14)
+    return captures
+
+
+class AccessAreaMixin(AreaRequiredMixin):
+    """Access area, and the view permission on captures."""
+
+    area = Area.ACCESS
+    model_permission = (VIEW, Capture)
+
+
+# Search ---------------------------------------------------------------------------------------------
+
+
+class SearchView(AccessAreaMixin, TemplateView):
+    """The captures of a URL by year and month, or the URLs under a prefix with their capture counts."""
+
+    template_name = "storage/search.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        query = self.request.GET
+        data = None
+        if "url" in query or "match" in query:
+            data = query.copy()
+            data.setdefault("match", MatchType.EXACT)  # shown checked, as the search is made
+        form = CaptureSearchForm(data)
+        context["form"] = form
+        if form.is_bound and form.is_valid():
+            captures = restrict(Capture.objects.all(), self.request.user)
+            url, match = form.cleaned_data["url"], form.cleaned_data["match"]
+            context.update({"match": match, "month_heads": MONTH_HEADS})
+            if match == MatchType.PREFIX:
+                context.update(self.prefix_results(captures, url))
+            else:
+                context.update(self.exact_results(captures, url))
+        return context
+
+    def exact_results(self, captures, url: str) -> dict:
+        key = selectors.exact_key(url)
+        captures = captures.filter(urlkey=key)
+        years = selectors.captures_by_month(captures)
+        results = {"key": key, "years": years, "total": sum(year.count for year in years)}
+        if not years:
+            return results
+        year, month = self.period(years)
+        page = Paginator(selectors.period_captures(captures, year, month), CAPTURES_PER_PAGE).get_page(
+            self.request.GET.get("page")
+        )
+        months = {(item.year, item.month): item for entry in years for item in entry.months.values()}
+        groups: list[dict] = []  # the page's captures under their month, as the counts have them
+        for capture in with_replay(page.object_list):
+            stamp = capture.timestamp.astimezone(UTC)
+            period = months[(stamp.year, stamp.month)]
+            if not groups or groups[-1]["month"] is not period:
+                groups.append({"month": period, "captures": []})
+            groups[-1]["captures"].append(capture)
+        results.update(
+            {
+                "year": year,
+                "month": month,
+                "period_count": months[(year, month)].count
+                if month
+                else next(entry.count for entry in years if entry.year == year),
+                "month_groups": groups,
+                "page_obj": page,
+                "paginator": page.paginator,
+                "is_paginated": page.has_other_pages(),
+            }
+        )
+        return results
+
+    def period(self, years: list[selectors.YearCount]) -> tuple[int, int | None]:
+        """The year (and month) whose captures are listed: the one asked for, else the latest year."""
+        by_year = {entry.year: entry for entry in years}
+        year = _integer(self.request.GET.get("year"))
+        if year not in by_year:
+            return years[0].year, None
+        month = _integer(self.request.GET.get("month"))
+        return year, month if month in by_year[year].months else None
+
+    def prefix_results(self, captures, url: str) -> dict:
+        start, end = selectors.prefix_key_range(url)
+        after = self.request.GET.get("after", "")
+        if not (start <= after < end):
+            after = ""
+        rows = selectors.url_summaries(
+            captures.filter(urlkey__gte=start, urlkey__lt=end), after=after, limit=URLS_PER_PAGE
+        )
+        more = len(rows) > URLS_PER_PAGE
+        rows = rows[:URLS_PER_PAGE]
+        return {
+            "key": start,
+            "url_rows": rows,
+            "after": after,
+            "next_after": rows[-1]["urlkey"] if more else "",
+            "urls_per_page": URLS_PER_PAGE,
+        }
+
+
+def search_link(url: str, match: str = MatchType.EXACT) -> str:
+    """The search page's address for ``url``."""
+    return f"{reverse('storage:search')}?{urlencode({'url': url, 'match': match})}"
+
+
+def _integer(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+# One capture ----------------------------------------------------------------------------------------
+
+
+class CaptureDetailView(AccessAreaMixin, RestrictedQuerysetMixin, DetailView):
+    """A capture: where it is, what it is, its headers read from its file, and where to replay it."""
+
+    queryset = Capture.objects.select_related("warc_file", "job__harvest_definition").defer(
+        "job__template_settings", "job__crawler_traps"
+    )
+    template_name = "storage/capture_detail.html"
+    context_object_name = "capture"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        capture, user = self.object, self.request.user
+        try:
+            context["headers"] = selectors.capture_headers(capture)
+        except selectors.RecordUnavailable as error:
+            context["headers_error"] = str(error)
+        captures = restrict(Capture.objects.all(), user)
+        context["previous"], context["next"] = selectors.capture_neighbours(capture, captures)
+        context.update(
+            {
+                "replay": replay_url(capture.url, capture.timestamp14),
+                "same_url_count": captures.filter(urlkey=capture.urlkey).count(),
+                "search_url": search_link(capture.url),
+                "may_view_job": may_open_planning(user, Job),
+                "may_view_definition": may_open_planning(user, HarvestDefinition),
+            }
+        )
+        return context
+
+
+class CaptureRawView(AccessAreaMixin, RestrictedQuerysetMixin, SingleObjectMixin, View):
+    """The capture's record as stored (decompressed), as a download; a file not on disk is a 503 page."""
+
+    queryset = Capture.objects.select_related("warc_file")
+
+    def get(self, request, *args, **kwargs):
+        capture = self.get_object()
+        try:
+            content = selectors.RecordBytes(capture)
+        except selectors.RecordUnavailable as error:
+            return render(
+                request,
+                "storage/record_unavailable.html",
+                {"capture": capture, "reason": str(error)},
+                status=503,
+            )
+        response = StreamingHttpResponse(content, content_type=raw_content_type(capture.warc_file.name))
+        response["Content-Disposition"] = f'attachment; filename="{raw_filename(capture)}"'
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+
+
+def _archive_stem(name: str) -> tuple[str, str]:
+    """A file name without its archive suffix, and the kind (``warc`` or ``arc``)."""
+    for suffix in ARCHIVE_SUFFIXES:
+        if name.endswith(suffix):
+            return name.removesuffix(suffix), suffix.split(".")[1]
+    return name, "warc"
+
+
+def raw_filename(capture: Capture) -> str:
+    """``{file name without .warc.gz}-{offset}.warc``: which file and where, for whoever gets the download."""
+    stem, kind = _archive_stem(capture.warc_file.name)
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "_", stem)
+    return f"{stem}-{capture.offset}.{kind}"
+
+
+def raw_content_type(name: str) -> str:
+    return "application/x-arc" if _archive_stem(name)[1] == "arc" else "application/warc"
+
+
+# A WARC file ----------------------------------------------------------------------------------------
+
+
+class WarcFileDetailView(AccessAreaMixin, RestrictedQuerysetMixin, DetailView):
+    """A file of the archive: name, origin, where it is, size, checksum, its job, and its captures."""
+
+    queryset = WarcFile.objects.select_related("job__harvest_definition").defer(
+        "job__template_settings", "job__crawler_traps"
+    )
+    template_name = "storage/warcfile_detail.html"
+    context_object_name = "warc_file"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        warc_file, user = self.object, self.request.user
+        captures = restrict(Capture.objects.filter(warc_file=warc_file), user).order_by("offset", "pk")
+        page = Paginator(captures, CAPTURES_PER_PAGE).get_page(self.request.GET.get("page"))
+        with_replay(page.object_list)
+        for capture in page.object_list:
+            capture.warc_file = warc_file  # spare a query per row
+        location = warc_file.location()
+        context.update(
+            {
+                "location": location,
+                "on_disk": location.exists(),
+                "page_obj": page,
+                "paginator": page.paginator,
+                "is_paginated": page.has_other_pages(),
+                "may_view_job": may_open_planning(user, Job),
+            }
+        )
+        return context
+
+
+# Captures of a job, of a domain ---------------------------------------------------------------------
+
+
+class CaptureListView(AccessAreaMixin, ObjectListView):
+    """A paginated, filterable table of captures in key order, with their counts by MIME type and status."""
+
+    template_name = "storage/capture_list.html"
+    filterset_class = CaptureFilterSet
+    paginate_by = CAPTURES_PER_PAGE
+    columns: list[str] = []  # the template lays out its own table
+
+    def scope(self):
+        """The captures this page is about (all of them, before the filters)."""
+        raise NotImplementedError
+
+    def get_queryset(self):
+        self.queryset = self.scope().select_related("warc_file").order_by("urlkey", "timestamp", "pk")
+        return super().get_queryset()
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        with_replay(context["object_list"])
+        context["counts"] = selectors.capture_counts(restrict(self.scope(), self.request.user))
+        return context
+
+
+class JobCapturesView(CaptureListView):
+    """The captures a job made."""
+
+    def scope(self):
+        return Capture.objects.filter(job=self.job)
+
+    def get(self, request, *args, **kwargs):
+        self.job = get_object_or_404(
+            Job.objects.select_related("harvest_definition").defer("template_settings", "crawler_traps"),
+            pk=kwargs["pk"],
+        )
+        return super().get(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        user = self.request.user
+        context.update(
+            {
+                "job": self.job,
+                "title": _("Captures of %(job)s") % {"job": self.job},
+                "may_view_job": may_open_planning(user, Job),
+                "may_view_definition": may_open_planning(user, HarvestDefinition),
+            }
+        )
+        return context
+
+
+class DomainCapturesView(CaptureListView):
+    """The captures of a host and its subdomains, whether or not it is a domain of the planning side."""
+
+    def scope(self):
+        return Capture.objects.filter(selectors.domain_filter(self.domain_name))
+
+    def get(self, request, *args, **kwargs):
+        self.domain_name = domain_name(kwargs["name"])
+        return super().get(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        user = self.request.user
+        domain = (
+            Domain.objects.filter(name=self.domain_name).first() if may_open_planning(user, Domain) else None
+        )
+        context.update(
+            {
+                "domain_name": self.domain_name,
+                "domain": domain,
+                "title": _("Captures of %(domain)s and its subdomains") % {"domain": self.domain_name},
+            }
+        )
+        return context
+
+
+def domain_name(text: str) -> str:
+    """A host name from the address (lower case, IDN in punycode); 404 when it is not one."""
+    name = text.strip().lower().rstrip(".")
+    try:
+        name = name.encode("idna").decode("ascii")
+    except UnicodeError:
+        name = ""
+    if not name or not all(_DOMAIN_LABEL.match(label) for label in name.split(".")):
+        raise Http404(_("“%(name)s” is not a domain name.") % {"name": text})
+    return name
+
+
+urlpatterns = [
+    path("search/", SearchView.as_view(), name="search"),
+    path("captures/<int:pk>/", CaptureDetailView.as_view(), name="capture_detail"),
+    path("captures/<int:pk>/raw/", CaptureRawView.as_view(), name="capture_raw"),
+    path("files/<int:pk>/", WarcFileDetailView.as_view(), name="warcfile_detail"),
+    path("jobs/<int:pk>/captures/", JobCapturesView.as_view(), name="job_captures"),
+    path("domains/<str:name>/captures/", DomainCapturesView.as_view(), name="domain_captures"),
+]
