@@ -40,6 +40,8 @@ from datetime import timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # the project (and benchmarks.environment), when run as a script
+    sys.path.insert(0, str(ROOT))
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/webarchive_bench_{pid}"
 SNAPSHOT_MAX_OBJECTS = 100_000  # the benchmark snapshot's max objects per domain
 HISTORY_SEED = 20240601  # the earlier harvests are random, but the same in every run
@@ -567,16 +569,9 @@ def report(result: Result, about: dict[str, str]) -> str:
 
 def _server(url: str) -> tuple[dict, str]:
     """Connection arguments for the server's maintenance database, and the database's name."""
-    import environ
+    from benchmarks.environment import maintenance_connection
 
-    config = environ.Env.db_url_config(url)
-    if config["ENGINE"] != "django.db.backends.postgresql":
-        raise SystemExit(f"This benchmark runs on PostgreSQL; {url} is not a postgres:// URL.")
-    arguments = {"dbname": "postgres", "user": config.get("USER") or None}
-    for key, name in (("HOST", "host"), ("PORT", "port"), ("PASSWORD", "password")):
-        if config.get(key):
-            arguments[name] = str(config[key])
-    return arguments, config["NAME"]
+    return maintenance_connection(url)
 
 
 @contextlib.contextmanager

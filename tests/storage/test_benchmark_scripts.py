@@ -1,0 +1,218 @@
+"""The access benchmarks (benchmarks/indexing.py, cdx_lookup.py) run at a tiny size: counts, never time."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from storage.warcindex import url_key
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+INDEXING = BENCHMARKS / "indexing.py"
+CDX_LOOKUP = BENCHMARKS / "cdx_lookup.py"
+ON_POSTGRESQL = connection.vendor == "postgresql"
+POSTGRESQL_ONLY = pytest.mark.skipif(
+    not ON_POSTGRESQL, reason="needs the PostgreSQL server of the tests; run the suite on PostgreSQL"
+)
+
+
+def _url(name: str) -> str:
+    """A database of the test database's server."""
+    settings = connection.settings_dict
+    credentials = settings["USER"] + (f":{settings['PASSWORD']}" if settings["PASSWORD"] else "")
+    return f"postgres://{credentials}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{name}"
+
+
+def _server(statement: str, params=None):
+    """Run one statement on the test database's server, outside any transaction; the first value."""
+    import psycopg
+
+    settings = connection.settings_dict
+    arguments = {
+        key: settings[name]
+        for key, name in (("user", "USER"), ("password", "PASSWORD"), ("host", "HOST"), ("port", "PORT"))
+        if settings[name]
+    }
+    with psycopg.connect(dbname="postgres", autocommit=True, **arguments) as server:
+        cursor = server.execute(statement, params)
+        row = cursor.fetchone() if cursor.description else None
+    return row[0] if row else None
+
+
+def _database_exists(name: str) -> bool:
+    return _server("SELECT count(*) FROM pg_database WHERE datname = %s", [name]) == 1
+
+
+def _run(script: Path, *options: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    # Without the suite's DATABASE_URL: the scripts must only use the database they are given.
+    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
+    return subprocess.run(
+        [sys.executable, str(script), *options],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+    )
+
+
+def _load(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+# benchmarks/indexing.py ----------------------------------------------------------------------------
+
+
+def test_indexing_benchmark_builds_warcs_once_and_checks_the_index_against_cdxj_indexer(db, tmp_path):
+    if ON_POSTGRESQL:
+        name = f"bench_indexing_test_{os.getpid()}"
+        database = _url(name)
+    else:
+        database = f"sqlite:///{tmp_path / 'bench.sqlite3'}"
+    data = tmp_path / "warcs"
+
+    first = _run(INDEXING, "--smoke", "--data", str(data), "--database-url", database)
+    again = _run(INDEXING, "--smoke", "--data", str(data), "--database-url", database)
+
+    assert first.returncode == 0, first.stderr
+    report = first.stdout
+    assert report.startswith("## Indexing: index_warcs against cdxj-indexer and zcat")
+    for contender in (
+        "`zcat FILES > /dev/null`",
+        "`cdxj-indexer FILES -o OUT`",
+        "`manage.py index_warcs FILES`",
+    ):
+        assert f"| {contender}" in report
+    # The rows index_warcs wrote are cdxj-indexer's lines, field for field, and there are some.
+    assert "same keys, dates, files, offsets, lengths, digests, MIME types and statuses: yes" in report
+    rows = next(line for line in report.splitlines() if line.startswith("- index rows: "))
+    count = int(rows.split(";")[0].removeprefix("- index rows: ").replace(",", ""))
+    assert count > 100
+    assert f"cdxj-indexer lines: {count:,};" in rows
+    # The WARC files are kept for the next run, which reuses them and measures the same captures.
+    built = list(data.rglob("*.warc.gz"))
+    assert len(built) >= 2
+    assert again.returncode == 0, again.stderr
+    assert "Reusing" in again.stderr
+    assert f"- index rows: {count:,};" in again.stdout
+    assert sorted(data.rglob("*.warc.gz")) == sorted(built)
+    # The database was the script's own, and is gone.
+    if ON_POSTGRESQL:
+        assert not _database_exists(name)
+    else:
+        assert not (tmp_path / "bench.sqlite3").exists()
+
+
+@POSTGRESQL_ONLY
+def test_indexing_benchmark_never_uses_a_database_it_did_not_create(db, tmp_path):
+    name = f"bench_indexing_existing_{os.getpid()}"
+    _server(f'CREATE DATABASE "{name}"')
+    try:
+        done = _run(INDEXING, "--smoke", "--data", str(tmp_path), "--database-url", _url(name), timeout=60)
+        still_there = _database_exists(name)
+    finally:
+        _server(f'DROP DATABASE IF EXISTS "{name}"')
+
+    assert done.returncode != 0
+    assert f"The database {name} exists" in done.stderr
+    assert still_there
+    assert list(tmp_path.iterdir()) == []  # refused before building anything
+
+
+def test_indexing_benchmark_refuses_bad_sizes():
+    for options in (["--size", "0"], ["--repeat", "0"], ["--site-pages", "-1"]):
+        done = _run(INDEXING, *options, timeout=60)
+        assert done.returncode == 2, (options, done.stderr)
+        assert "sizes and --repeat must be positive" in done.stderr
+
+
+# benchmarks/cdx_lookup.py --------------------------------------------------------------------------
+
+
+def test_synthetic_captures_have_the_keys_the_surt_library_gives():
+    bench = _load(CDX_LOOKUP, "cdx_lookup_benchmark")
+    from datetime import UTC, datetime
+
+    harvest = bench.Harvest(
+        1, datetime(2012, 7, 1, tzinfo=UTC), bench.hosts(20_000), bench.digest_pool(8), [7, 8]
+    )
+    lines = [line.rstrip("\n").split("\t") for line in harvest.lines()]
+
+    assert len(lines) > 1000
+    assert all(len(fields) == 12 for fields in lines)
+    for fields in lines[::7]:
+        key, _when, url, record_type, mime = fields[:5]
+        assert key == url_key(url), url
+        assert (record_type == "revisit") == (mime == "warc/revisit")
+    assert {fields[10] for fields in lines} == {"7", "8"}  # the harvest's WARC files
+    assert sum(harvest.records) == 2 * len(lines)
+
+
+def test_cdx_benchmark_percentiles_are_nearest_rank():
+    bench = _load(CDX_LOOKUP, "cdx_lookup_benchmark")
+    measured = bench.Pass("test", latencies=[n / 1000 for n in range(100, 0, -1)])  # 1 to 100 ms
+
+    assert measured.percentile(0.5) == pytest.approx(0.050)
+    assert measured.percentile(0.95) == pytest.approx(0.095)
+    assert measured.percentile(0.99) == pytest.approx(0.099)
+    assert measured.percentile(1.0) == pytest.approx(0.100)
+
+
+@POSTGRESQL_ONLY
+def test_cdx_benchmark_loads_once_and_answers_every_lookup_over_http(db):
+    name = f"bench_cdx_test_{os.getpid()}"
+    database = _url(name)
+    try:
+        first = _run(CDX_LOOKUP, "--smoke", "--database-url", database)
+        again = _run(CDX_LOOKUP, "--smoke", "--database-url", database, "--drop")
+    finally:
+        _server(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    assert first.returncode == 0, first.stderr
+    report = first.stdout
+    assert "## CDX lookup: exact URL, closest to a date, 10,000 captures" in report
+    for measured in (
+        "HTTP, first pass",
+        "in process (storage.cdx)",
+        "HTTP, second pass",
+        "HTTP, conn_max_age=60",
+    ):
+        assert f"| {measured} | " in report
+    assert "- 50 queries `/cdx?url=…&closest=…&sort=closest&limit=100`" in report
+    # Each answer was checked: the same through HTTP and in process, all captures up to the limit,
+    # the closest one first.
+    assert "- answers: the same in every pass, min(limit, captures) lines each" in report
+    assert "loaded by COPY" in report
+    # The second run reuses the loaded captures, and --drop removes the database.
+    assert again.returncode == 0, again.stderr
+    assert "reused from an earlier run" in again.stdout
+    assert f"Dropped the database {name}." in again.stderr
+    assert not _database_exists(name)
+
+
+@POSTGRESQL_ONLY
+def test_cdx_benchmark_never_touches_a_database_it_did_not_create(db):
+    name = f"bench_cdx_existing_{os.getpid()}"
+    _server(f'CREATE DATABASE "{name}"')
+    try:
+        done = _run(CDX_LOOKUP, "--smoke", "--drop", "--database-url", _url(name), timeout=60)
+        still_there = _database_exists(name)
+    finally:
+        _server(f'DROP DATABASE IF EXISTS "{name}"')
+
+    assert done.returncode != 0
+    assert f"The database {name} exists and was not created by this benchmark" in done.stderr
+    assert still_there
