@@ -34,6 +34,8 @@ def site_totals(prefix: str = "") -> dict:
         "urls_queued": total("urls_queued"),
         "bytes_done": total("bytes_done"),
         "error_count": total("error_count"),
+        "duplicates": total("duplicates"),
+        "duplicate_bytes": total("duplicate_bytes"),
         # Only running sites fetch: an ended site's last rate is history.
         "rate": Coalesce(
             Sum(f"{prefix}rate", filter=Q(**{f"{prefix}state": SiteState.RUNNING})),

@@ -15,13 +15,16 @@ import logging
 import re
 import socket
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
 
+from harvest.choices import DedupPolicy
 from harvest.crawler import warc
 from harvest.crawler.crawllog import CrawlLog
+from harvest.crawler.dedup import MemoryDedupIndex
 from harvest.crawler.engine import CrawlEngine
 from harvest.crawler.fetch import Fetcher
 from harvest.crawler.recovery import recover_open_files
@@ -34,6 +37,7 @@ from harvest.services.crawls import (
     warc_file_register,
 )
 from harvest.validators import trap_list
+from storage.services.dedup_index import CaptureDedupIndex
 from storage.services.indexing import CaptureRecorder, IndexConflict, warc_file_index
 from storage.warcindex import WarcReadError
 from webarchive.netguard import AddressPolicy
@@ -99,6 +103,7 @@ class _JobFiles:
     crawl_log: CrawlLog
     captures: CaptureRecorder
     users: int = 0
+    written: MemoryDedupIndex = field(default_factory=MemoryDedupIndex)  # for revisits within the job
     closed: list = field(default_factory=list)  # WarcFileInfo of files closed, not registered yet
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -211,6 +216,7 @@ def site_settings(entry, job) -> SiteSettings:
         extract_javascript=template.get("extract_javascript", True),
         extract_sitemaps=template.get("extract_sitemaps", True),
         extract_forms=template.get("extract_forms", False),
+        dedup_verify=template.get("dedup_verify", False),
         max_objects=entry.max_objects,
         max_bytes=entry.max_bytes,
         deadline=deadline,
@@ -239,15 +245,22 @@ def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
     job = entry.job
     template = job.template_settings or {}
     files = _acquire(job)
+    policy = template.get("dedup", DedupPolicy.OFF)
+    dedup = None
+    if policy != DedupPolicy.OFF:
+        dedup = CaptureDedupIndex(
+            policy=policy, harvest_definition_id=job.harvest_definition_id, memory=files.written
+        )
     crawl = SiteCrawl(
         site_settings(entry, job),
         session=fetcher(template.get("digest_algorithm", "sha256")).session(),
         writer=files.writer,
         crawl_log=files.crawl_log,
+        dedup=dedup,
     )
     try:
         handle = engine().submit(crawl)
-        while not handle.wait(settings.HARVEST_PROGRESS_INTERVAL):
+        while not _wait(handle, settings.HARVEST_PROGRESS_INTERVAL, dedup):
             if site_crawl_progress(entry_id=entry_id, job_id=job.pk, progress=crawl.progress()):
                 handle.stop(OPERATOR)
             files.register_closed()
@@ -262,6 +275,19 @@ def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
         broken=crawl.broken,
     )
     return f"{crawl.site}: {crawl.stop_reason}, {crawl.urls_done} URLs, {crawl.bytes} bytes"
+
+
+def _wait(handle, seconds: float, dedup: CaptureDedupIndex | None) -> bool:
+    """Wait up to ``seconds`` for the crawl to end (True), answering its dedup questions meanwhile."""
+    if dedup is None:
+        return handle.wait(seconds)
+    deadline = time.monotonic() + seconds
+    while not handle.wait(0):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        dedup.serve(min(remaining, 0.05))
+    return True
 
 
 def write_job_metadata(job) -> None:

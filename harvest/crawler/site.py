@@ -9,6 +9,7 @@ asked again: the politeness delay is served by the engine
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter, deque
@@ -16,6 +17,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from harvest.crawler.crawllog import NO_ANSWER, log_line
+from harvest.crawler.dedup import (
+    IDENTICAL_PAYLOAD,
+    SERVER_NOT_MODIFIED,
+    DedupIndex,
+    Original,
+    conditional_headers,
+    freshened_headers,
+    same_payload,
+    stored_exchange,
+)
 from harvest.crawler.extractors import Document, ExtractOptions, extract_links
 from harvest.crawler.fetch import Exchange, FetchSession
 from harvest.crawler.frontier import Candidate, Frontier
@@ -23,6 +34,8 @@ from harvest.crawler.robots import RobotsCache
 from harvest.crawler.scope import Scope
 from harvest.crawler.traps import TrapGuard
 from harvest.crawler.urls import canonicalize, host_of
+
+logger = logging.getLogger(__name__)
 
 # Why a site crawl ended (the values of harvest.choices.StopReason).
 COMPLETED = "completed"
@@ -83,6 +96,7 @@ class SiteSettings:
     max_per_script: int = 500
     calendar_years_back: int = 30  # dates further back, or further ahead, are calendar traps
     calendar_years_ahead: int = 2
+    dedup_verify: bool = False  # confirm a digest match byte for byte against the stored original
 
     @property
     def site(self) -> str:
@@ -101,16 +115,27 @@ class SiteProgress:
     current_url: str
     stop_reason: str  # "" while running
     error: str
+    duplicates: int = 0  # revisits written instead of responses
+    duplicate_bytes: int = 0  # payload bytes they did not store again
 
 
 class SiteCrawl:
     """The crawl of one website, advanced one URL at a time by :meth:`step`."""
 
-    def __init__(self, settings: SiteSettings, *, session: FetchSession, writer=None, crawl_log=None):
+    def __init__(
+        self,
+        settings: SiteSettings,
+        *,
+        session: FetchSession,
+        writer=None,
+        crawl_log=None,
+        dedup: DedupIndex | None = None,
+    ):
         self.settings = settings
         self.session = session
         self.writer = writer  # a warc.WarcWriter, or None to fetch without keeping anything (tests)
         self.crawl_log = crawl_log  # a crawllog.CrawlLog, or None
+        self.dedup = dedup if writer is not None else None  # earlier captures: revisits, conditional requests
         self.scope = Scope(
             seeds=[],
             policy=settings.depth_policy,
@@ -144,6 +169,9 @@ class SiteCrawl:
         self.external_links: Counter[str] = Counter()
         self.external_total = 0
         self.trapped = 0
+        self.duplicates = 0  # revisits written instead of responses
+        self.duplicate_bytes = 0  # payload bytes they did not store again
+        self.collisions = 0  # digest matches whose bytes differed (stored in full)
         self.current_url = ""
         self.stop_reason = ""
         self.error = ""
@@ -185,13 +213,20 @@ class SiteCrawl:
         if self.settings.obey_robots and not self.robots.allowed(candidate.url):
             self._log_no_answer(candidate, "robots", ["robots:disallowed"])
             return 0.0
-        exchange = self._fetch(candidate.url)
+        previous, stored = self._previous_capture(candidate.url)
+        exchange = self._fetch(candidate.url, conditional_headers(stored) if stored is not None else None)
         try:
-            self._store(candidate, exchange)
-            if exchange.error is None:
-                self._queue_links(candidate, exchange)
+            if stored is not None and exchange.error is None and exchange.status == 304:
+                self._store_not_modified(candidate, exchange, previous, stored)
+                self._queue_links(candidate, stored)  # as deep as the first time: the stored page's links
+            else:
+                self._store(candidate, exchange, stored=stored)
+                if exchange.error is None:
+                    self._queue_links(candidate, exchange)
         finally:
             exchange.close()
+            if stored is not None:
+                stored.close()
         return self._delay(candidate.url, exchange.duration)
 
     def fail(self, error: BaseException) -> None:
@@ -218,6 +253,8 @@ class SiteCrawl:
                 current_url=self.current_url,
                 stop_reason=self.stop_reason,
                 error=self.error,
+                duplicates=self.duplicates,
+                duplicate_bytes=self.duplicate_bytes,
             )
 
     def report(self) -> dict:
@@ -231,6 +268,9 @@ class SiteCrawl:
             "bytes": self.bytes,
             "errors": self.errors,
             "trapped": self.trapped,
+            "duplicates": self.duplicates,
+            "duplicate_bytes": self.duplicate_bytes,
+            "collisions": self.collisions,
             "status_codes": {str(code): count for code, count in sorted(self.status_counts.items())},
             "external_links": self.external_total,
             "seconds": round(time.time() - self.started, 3),
@@ -329,10 +369,10 @@ class SiteCrawl:
             return self.waiting.popleft()
         return self.frontier.pop()
 
-    def _fetch(self, url: str) -> Exchange:
+    def _fetch(self, url: str, headers: dict | None = None) -> Exchange:
         with self._lock:
             self.current_url = url
-        return self.session.fetch(url)
+        return self.session.fetch(url, headers=headers or None)
 
     def _fetch_robots(self, robots_url: str, *, via: str) -> float:
         exchange = self._fetch(robots_url)
@@ -349,7 +389,14 @@ class SiteCrawl:
             exchange.close()
         return self._delay(robots_url, exchange.duration)
 
-    def _store(self, candidate: Candidate, exchange: Exchange, annotations: list[str] | None = None) -> None:
+    def _store(
+        self,
+        candidate: Candidate,
+        exchange: Exchange,
+        annotations: list[str] | None = None,
+        *,
+        stored: Exchange | None = None,
+    ) -> None:
         notes = list(annotations or [])
         if exchange.error is not None:
             self._log_no_answer(
@@ -358,14 +405,25 @@ class SiteCrawl:
             return
         if exchange.truncated:
             notes.append(f"truncated:{exchange.truncated}")
+        duplicate = False
         if self.writer is not None:
-            self.writer.write_exchange(exchange, digest_algorithm=self.session.digest_algorithm)
+            original = self._original_of(exchange, stored, notes)
+            if original is not None:
+                self.writer.write_revisit(exchange, profile=IDENTICAL_PAYLOAD, original=original)
+                notes.append("duplicate:digest")
+                duplicate = True
+            else:
+                written = self.writer.write_exchange(exchange, digest_algorithm=self.session.digest_algorithm)
+                self._remember(exchange, written)
         with self._lock:
             self.urls_done += 1
             self.bytes += exchange.body_length
             self.status_counts[exchange.status] += 1
             if exchange.status >= 400:
                 self.errors += 1
+            if duplicate:
+                self.duplicates += 1
+                self.duplicate_bytes += exchange.body_length
         self._log(
             candidate,
             when=exchange.started_at,
@@ -375,6 +433,98 @@ class SiteCrawl:
             duration=exchange.duration,
             digest=exchange.payload_digest,
             annotations=notes,
+        )
+
+    # -- deduplication -----------------------------------------------------------------------
+
+    def _previous_capture(self, url: str) -> tuple[Original | None, Exchange | None]:
+        """The last capture of ``url`` and its stored response, when a conditional request can use them."""
+        if self.dedup is None:
+            return None, None
+        previous = self.dedup.previous(url)
+        if previous is None:
+            return None, None
+        stored = stored_exchange(previous)
+        if stored is not None and not conditional_headers(stored):
+            stored.close()  # no validators: nothing to ask the server
+            stored = None
+        return previous, stored
+
+    def _original_of(self, exchange: Exchange, stored: Exchange | None, notes: list[str]) -> Original | None:
+        """The earlier capture ``exchange`` can be a revisit of, or None to store it in full."""
+        if self.dedup is None or exchange.truncated or not exchange.body_length:
+            return None  # an empty payload: a revisit would save nothing
+        original = self.dedup.original(exchange.payload_digest)
+        if original is None or not self.settings.dedup_verify:
+            return original
+        if stored is None or stored.payload_digest != original.digest:
+            stored = stored_exchange(original, check_digest=False)  # the bytes are compared below
+            opened = stored
+        else:
+            opened = None
+        try:
+            if stored is None:
+                notes.append("duplicate:original-unreadable")
+                return None
+            if not same_payload(stored.body, exchange.body):
+                notes.append("duplicate:collision")
+                with self._lock:
+                    self.collisions += 1
+                logger.warning(
+                    "digest collision: %s and %s (%s) share %s but not their bytes; stored in full",
+                    exchange.url,
+                    original.url,
+                    original.date,
+                    original.digest,
+                )
+                return None
+            return original
+        finally:
+            if opened is not None:
+                opened.close()
+
+    def _remember(self, exchange: Exchange, written: list) -> None:
+        if self.dedup is None or not written or exchange.truncated or not exchange.body_length:
+            return
+        response = written[0]
+        self.dedup.remember(
+            Original(
+                url=response.target_uri,
+                date=_iso_date(response.date),
+                record_id=response.record_id,
+                digest=response.payload_digest,
+                path=str(self.writer.directory / response.filename),
+                offset=response.offset,
+            )
+        )
+
+    def _store_not_modified(
+        self, candidate: Candidate, exchange: Exchange, previous: Original, stored: Exchange
+    ) -> None:
+        """A 304 to a conditional request: a server-not-modified revisit of the previous capture."""
+        head = Exchange(
+            url=exchange.url,
+            status=stored.status,
+            reason=stored.reason,
+            http_version=stored.http_version,
+            headers=freshened_headers(stored, exchange),
+        )
+        self.writer.write_revisit(exchange, profile=SERVER_NOT_MODIFIED, original=previous, head=head)
+        with self._lock:
+            self.urls_done += 1
+            self.bytes += exchange.body_length
+            self.status_counts[exchange.status] += 1
+            self.duplicates += 1
+            self.duplicate_bytes += stored.body_length
+        self._log(
+            candidate,
+            when=exchange.started_at,
+            status=exchange.status,
+            size=exchange.body_length,
+            mime=stored.content_type,
+            duration=exchange.duration,
+            digest=previous.digest,
+            annotations=["duplicate:server-not-modified"],
         )
 
     def _log_no_answer(self, candidate: Candidate, kind: str, annotations: list[str]) -> None:
@@ -430,6 +580,11 @@ class SiteCrawl:
         self.frontier.clear()
         self.waiting.clear()
         self.session.close()
+
+
+def _iso_date(stamp: str) -> str:
+    """14 digits as a WARC-Date (ISO 8601, UTC)."""
+    return f"{stamp[0:4]}-{stamp[4:6]}-{stamp[6:8]}T{stamp[8:10]}:{stamp[10:12]}:{stamp[12:14]}Z"
 
 
 def _requisite_depth(hop_path: str) -> int:

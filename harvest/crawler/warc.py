@@ -39,6 +39,7 @@ from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
+from harvest.crawler.dedup import Original
 from harvest.crawler.fetch import DIGEST_ALGORITHMS, Exchange, format_digest
 
 WARC_VERSION = "WARC/1.1"
@@ -265,18 +266,14 @@ class WarcWriter:
         if exchange.error is not None:
             return []
         algorithm = digest_algorithm or _algorithm_of(exchange.payload_digest) or self.digest_algorithm
-        date = _warc_date(exchange.started_at)
         response_id, request_id = _record_id(), _record_id()
-        status_line = f"{exchange.status} {exchange.reason}"
-        head = StatusAndHeaders(status_line, list(exchange.headers), protocol=exchange.http_version).to_str()
-        # Back to the bytes the server sent: http.client decoded them as latin-1.
-        block = _Block(head.encode("iso-8859-1", "replace") + b"\r\n", exchange.body, exchange.body_length)
+        block = _Block(_http_head(exchange), exchange.body, exchange.body_length)
         payload_known = _algorithm_of(exchange.payload_digest) == algorithm
         block_digest, payload_digest = block.digests(algorithm, payload=not payload_known)
         payload_digest = exchange.payload_digest if payload_known else payload_digest
         response = _Record(
             [
-                *_common_headers("response", response_id, date, exchange.url),
+                *_common_headers("response", response_id, _warc_date(exchange.started_at), exchange.url),
                 *([("WARC-IP-Address", exchange.peer_ip)] if exchange.peer_ip else []),
                 ("WARC-Concurrent-To", request_id),
                 *([("WARC-Truncated", exchange.truncated)] if exchange.truncated else []),
@@ -289,17 +286,60 @@ class WarcWriter:
             status=exchange.status,
             payload_digest=payload_digest,
         )
-        request_block = _Block(exchange.request_head)
-        request = _Record(
+        return self._write([response, self._request_record(exchange, request_id, response_id, algorithm)])
+
+    def write_revisit(
+        self,
+        exchange: Exchange,
+        *,
+        profile: str,
+        original: Original,
+        head: Exchange | None = None,
+        digest_algorithm: str | None = None,
+    ) -> list[RecordInfo]:
+        """Write a ``revisit`` record of ``original`` and the request record, adjacent.
+
+        The block is the HTTP head alone: the exchange's own, or ``head``'s (for a
+        server-not-modified revisit, the stored response freshened by the 304).
+        """
+        if exchange.error is not None:
+            return []
+        algorithm = digest_algorithm or _algorithm_of(original.digest) or self.digest_algorithm
+        head = head or exchange
+        revisit_id, request_id = _record_id(), _record_id()
+        block = _Block(_http_head(head))
+        revisit = _Record(
             [
-                *_common_headers("request", request_id, date, exchange.url),
-                ("WARC-Concurrent-To", response_id),
-                ("WARC-Block-Digest", request_block.digests(algorithm, payload=False)[0]),
+                *_common_headers("revisit", revisit_id, _warc_date(exchange.started_at), exchange.url),
+                *([("WARC-IP-Address", exchange.peer_ip)] if exchange.peer_ip else []),
+                ("WARC-Concurrent-To", request_id),
+                ("WARC-Profile", profile),
+                ("WARC-Refers-To-Target-URI", original.url),
+                ("WARC-Refers-To-Date", original.date),
+                ("WARC-Refers-To", original.record_id),
+                ("WARC-Payload-Digest", original.digest),
+                ("WARC-Block-Digest", block.digests(algorithm, payload=False)[0]),
             ],
-            request_block,
+            block,
+            HTTP_RESPONSE,
+            content_type=head.header("Content-Type") or "",
+            status=head.status,
+            payload_digest=original.digest,
+        )
+        return self._write([revisit, self._request_record(exchange, request_id, revisit_id, algorithm)])
+
+    @staticmethod
+    def _request_record(exchange: Exchange, request_id: str, concurrent_to: str, algorithm: str) -> _Record:
+        block = _Block(exchange.request_head)
+        return _Record(
+            [
+                *_common_headers("request", request_id, _warc_date(exchange.started_at), exchange.url),
+                ("WARC-Concurrent-To", concurrent_to),
+                ("WARC-Block-Digest", block.digests(algorithm, payload=False)[0]),
+            ],
+            block,
             HTTP_REQUEST,
         )
-        return self._write([response, request])
 
     def write_metadata(
         self,
@@ -374,6 +414,10 @@ class WarcWriter:
         warc_headers = StatusAndHeaders("", headers, protocol=WARC_VERSION)
         block = record.block
         record_type = warc_headers.get_header("WARC-Type")
+        if record_type == "revisit":
+            # warcio writes only the parsed HTTP headers of a revisit, never its stream; here the
+            # block (the HTTP head) is the stream. The WARC-Type header still says "revisit".
+            record_type = "resource"
         warc_record = ArcWarcRecord(
             "warc", record_type, warc_headers, block, None, record.warc_content_type, block.length
         )
@@ -474,6 +518,13 @@ def _name_part(text: str) -> str:
     """``text`` made safe inside a file name (no path separators, no spaces)."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-")
     return cleaned or "unknown"
+
+
+def _http_head(exchange: Exchange) -> bytes:
+    """The HTTP response head as the server sent it (http.client decoded it as latin-1: back to bytes)."""
+    status_line = f"{exchange.status} {exchange.reason}"
+    head = StatusAndHeaders(status_line, list(exchange.headers), protocol=exchange.http_version).to_str()
+    return head.encode("iso-8859-1", "replace") + b"\r\n"
 
 
 def _record_id() -> str:

@@ -232,7 +232,7 @@ TEMPLATE_GROUPS = [
     (_("Robots"), ["obey_robots"]),
     (_("Politeness"), ["min_delay", "max_delay", "delay_factor"]),
     (_("Extractors"), ["extract_javascript", "extract_sitemaps", "extract_forms"]),
-    (_("Deduplication and digest"), ["dedup", "digest_algorithm"]),
+    (_("Deduplication and digest"), ["dedup", "dedup_verify", "digest_algorithm"]),
 ]
 
 

@@ -146,6 +146,15 @@ class JobConfiguration(models.Model):
     urls_queued = models.BigIntegerField(_("URLs queued"), default=0, db_default=0)
     bytes_done = models.BigIntegerField(_("bytes"), default=0, db_default=0)
     error_count = models.BigIntegerField(_("errors"), default=0, db_default=0)
+    duplicates = models.BigIntegerField(
+        _("revisits"), default=0, db_default=0, help_text=_("Captures stored as revisits of an earlier one.")
+    )
+    duplicate_bytes = models.BigIntegerField(
+        _("bytes saved"),
+        default=0,
+        db_default=0,
+        help_text=_("Payload bytes the revisits did not store again."),
+    )
     rate = models.FloatField(_("URLs per second"), default=0.0, db_default=0.0)
     current_url = models.TextField(_("current URL"), blank=True, default="", db_default="")
     stop_reason = models.CharField(

@@ -30,6 +30,7 @@ class HarvestTemplate(models.Model):
         "extract_sitemaps",
         "extract_forms",
         "dedup",
+        "dedup_verify",
         "digest_algorithm",
     )
 
@@ -80,6 +81,14 @@ class HarvestTemplate(models.Model):
     extract_forms = models.BooleanField(_("form targets (GET)"), default=False)
 
     dedup = models.CharField(_("deduplication"), max_length=20, choices=DedupPolicy, default=DedupPolicy.ALL)
+    dedup_verify = models.BooleanField(
+        _("confirm duplicates byte for byte"),
+        default=False,
+        help_text=_(
+            "Before writing a revisit, compare the payload with the stored original; "
+            "on a mismatch (a digest collision) the response is stored in full and the collision logged."
+        ),
+    )
     digest_algorithm = models.CharField(
         _("WARC digest algorithm"), max_length=10, choices=DigestAlgorithm, default=DigestAlgorithm.SHA256
     )

@@ -101,6 +101,7 @@ def site_crawl_begin(*, entry_id: int, worker: str, redelivered: bool = False) -
     entry.progress_at = now
     # A redelivered site (its worker died) starts over: what the last attempt counted is gone.
     entry.urls_done = entry.urls_queued = entry.bytes_done = entry.error_count = 0
+    entry.duplicates = entry.duplicate_bytes = 0
     entry.rate = 0.0
     entry.current_url = entry.stop_reason = entry.error = ""
     entry.save()
@@ -121,6 +122,8 @@ def site_crawl_progress(*, entry_id: int, job_id: int, progress) -> bool:
         urls_queued=progress.urls_queued,
         bytes_done=progress.bytes,
         error_count=progress.errors,
+        duplicates=progress.duplicates,
+        duplicate_bytes=progress.duplicate_bytes,
         rate=progress.rate,
         current_url=progress.current_url[:2000],
         progress_at=timezone.now(),
@@ -149,6 +152,8 @@ def site_crawl_end(
     entry.urls_queued = 0
     entry.bytes_done = progress.bytes
     entry.error_count = progress.errors
+    entry.duplicates = progress.duplicates
+    entry.duplicate_bytes = progress.duplicate_bytes
     entry.rate = progress.rate
     entry.error = progress.error
     entry.report = {**report, "broken": broken}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import time
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
@@ -19,11 +20,14 @@ from django.urls import reverse
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
 
+from harvest.crawler.dedup import IDENTICAL_PAYLOAD, SERVER_NOT_MODIFIED, MemoryDedupIndex
 from storage.models import Capture
 from storage.services.indexing import warc_file_index
+from tests.crawler.sitecrawl import crawl
 from tests.factories import PASSWORD, UserFactory
 from tests.pywb_server import pywb_replay  # noqa: F401  (the fixture)
 from webarchive.permissions import Role
+from webarchive.testsite import TestSite
 
 try:
     from playwright.sync_api import expect
@@ -211,6 +215,53 @@ def test_a_page_stored_as_a_revisit_replays_with_the_original_content(
     assert frame.evaluate("wbinfo.timestamp") == revisit.timestamp14
     assert frame.locator("h1").inner_text() == "Sport 2"
     assert image_width(frame, "img[srcset]") > 0  # its own picture (2.png, or 2-960.png from its srcset)
+    assert image_width(frame, "img[alt='Logo']") > 0
+    assert frame.evaluate("getComputedStyle(document.body).maxWidth") == "960px"
+    assert foreign_requests(requested_urls, pywb_replay.url, live_server.url) == []
+
+
+@pytest.mark.parametrize("conditional", [False, True], ids=["same-digest", "not-modified"])
+def test_a_deduplicated_recrawl_replays_from_the_first_crawl_payloads(
+    page,
+    requested_urls,
+    live_server,
+    pywb_replay,  # noqa: F811  (the fixture imported above)
+    transactional_db,
+    tmp_path,
+    conditional,
+):
+    # Two crawls of an unchanged website, the second deduplicated against the first: its pages,
+    # images and style sheets are revisits (same digest, or a 304 to a conditional request).
+    index = MemoryDedupIndex()
+    with TestSite(
+        port=0, seed=4, pages=12, hosts=2, large_file_bytes=20_000, conditional=conditional
+    ) as site:
+        first = crawl(tmp_path / "first", [site.url("/site/")], dedup=index)
+        time.sleep(1.1)  # a later second
+        second = crawl(tmp_path / "second", [site.url("/site/")], dedup=index)
+        news = site.url("/site/news/")
+    for result in (first, second):
+        for info in result.files:
+            warc_file_index(path=info.path)
+    profile = SERVER_NOT_MODIFIED if conditional else IDENTICAL_PAYLOAD
+    revisit = Capture.objects.get(url=news, record_type="revisit")
+    with revisit.warc_file.open_bytes() as stream:
+        stream.seek(revisit.offset)
+        assert next(iter(ArchiveIterator(stream))).rec_headers.get_header("WARC-Profile") == profile
+    stored_again = Capture.objects.filter(warc_file__name__in=[info.name for info in second.files])
+    assert (
+        stored_again.filter(record_type="revisit").count()
+        > 0.9 * stored_again.exclude(record_type="request").filter(url__contains="/site/").count()
+    )
+
+    page.set_default_timeout(REPLAY_TIMEOUT_MS)
+    page.goto(pywb_replay.capture_url(news, revisit.timestamp14))
+    expect_banner(page, revisit.timestamp)
+    frame = replay_frame(page)
+    frame.wait_for_load_state("load")
+    assert frame.evaluate("wbinfo.timestamp") == revisit.timestamp14
+    assert frame.locator("h1").inner_text() == "News 1"
+    assert image_width(frame, "img[alt='Picture 1']") > 0
     assert image_width(frame, "img[alt='Logo']") > 0
     assert frame.evaluate("getComputedStyle(document.body).maxWidth") == "960px"
     assert foreign_requests(requested_urls, pywb_replay.url, live_server.url) == []

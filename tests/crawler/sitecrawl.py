@@ -48,8 +48,13 @@ class Crawl:
         return found
 
 
-def crawl(directory: Path, seeds: list[str], *, policy=ALLOW_LOOPBACK, threads=2, **options) -> Crawl:
-    """Crawl ``seeds`` as one site, no politeness delay unless asked, into ``directory``."""
+def crawl(
+    directory: Path, seeds: list[str], *, policy=ALLOW_LOOPBACK, threads=2, dedup=None, **options
+) -> Crawl:
+    """Crawl ``seeds`` as one site, no politeness delay unless asked, into ``directory``.
+
+    ``dedup``: a dedup index (harvest.crawler.dedup) to write revisits and send conditional requests.
+    """
     options = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0, **options}
     files: list = []
     writer = warc.WarcWriter(
@@ -63,7 +68,7 @@ def crawl(directory: Path, seeds: list[str], *, policy=ALLOW_LOOPBACK, threads=2
     session = Fetcher(user_agent="webarchive-test/1 (+http://127.0.0.1/)", address_check=policy).session()
     with CrawlLog(directory / "crawl.log") as log:
         site_crawl = SiteCrawl(
-            SiteSettings(seeds=seeds, **options), session=session, writer=writer, crawl_log=log
+            SiteSettings(seeds=seeds, **options), session=session, writer=writer, crawl_log=log, dedup=dedup
         )
         run_sites([site_crawl], threads=threads)
         writer.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import datetime
 import errno
+import hashlib
 import html
 import re
 import ssl
@@ -50,6 +51,8 @@ class Response:
     chunked: bool = False
 
 
+# With TestSite(conditional=True), every whole 200 answer has an ETag and this Last-Modified.
+LAST_MODIFIED = "Sun, 01 Nov 2026 00:00:00 GMT"
 CHUNK_SIZE = 1024  # chunked bodies are cut in pieces this size: pages of a few KiB make several
 
 
@@ -198,6 +201,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
             except Exception as error:  # a broken handler answers 500, the server goes on
                 site.log(f"error in handler for {self.path}: {error!r}")
                 response = text(f"Handler error: {error!r}\n", status=500)
+        if site.conditional and self._not_modified(request, response):
+            return
         chunked = response.chunked and self.request_version == "HTTP/1.1"
         self.send_response(response.status)
         self.send_header("Content-Type", response.content_type)
@@ -229,6 +234,26 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.wfile.flush()
         if chunked:
             self.wfile.write(b"0\r\n\r\n")
+
+    def _not_modified(self, request: Request, response: Response) -> bool:
+        """Give a whole 200 answer validators; answer 304 when the request's match them."""
+        if response.status != 200 or response.chunks is not None:
+            return False
+        etag = f'"{hashlib.sha256(response.body).hexdigest()[:20]}"'
+        response.headers = {**response.headers, "ETag": etag, "Last-Modified": LAST_MODIFIED}
+        asked = request.headers.get("if-none-match")
+        if asked is not None:
+            fresh = etag in [tag.strip() for tag in asked.split(",")]
+        else:
+            fresh = request.headers.get("if-modified-since") == LAST_MODIFIED
+        if not fresh:
+            return False
+        self.send_response(304)
+        self.send_header("ETag", etag)
+        self.send_header("Last-Modified", LAST_MODIFIED)
+        self.send_header("Cache-Control", "max-age=60")
+        self.end_headers()
+        return True
 
     def _write_chunk(self, chunk: bytes) -> None:
         if chunk:  # an empty chunk would end the body
@@ -264,6 +289,8 @@ class TestSite:
     ``seed`` and ``pages``: the same pair always gives the same site.
     ``hosts=2`` adds its CDN on 127.0.0.2, ``hosts=3`` also an external site on
     127.0.0.3. ``tls=(certificate_file, key_file)`` serves HTTPS instead of HTTP.
+    ``conditional=True`` gives whole 200 answers an ``ETag`` and ``Last-Modified`` and
+    answers conditional requests that match them with ``304 Not Modified``.
     """
 
     __test__ = False  # not a pytest test class
@@ -282,6 +309,7 @@ class TestSite:
         router: Router | None = None,
         log: Callable[[str], None] | None = None,
         tls: tuple[str, str] | None = None,
+        conditional: bool = False,
     ):
         from webarchive.testsite.generated import GeneratedSite
         from webarchive.testsite.pages import cdn_router, external_router
@@ -292,6 +320,7 @@ class TestSite:
         if not 0 <= port <= 65535:
             raise ValueError("port must be between 0 and 65535")
         self.seed = seed
+        self.conditional = conditional  # validators on whole 200 answers, 304 to conditional requests
         self.hosts = hosts
         self.router = router or default_router
         self.routers = [self.router, cdn_router, external_router][:hosts]
