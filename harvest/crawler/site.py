@@ -405,25 +405,17 @@ class SiteCrawl:
             return
         if exchange.truncated:
             notes.append(f"truncated:{exchange.truncated}")
-        duplicate = False
+        saved = None
         if self.writer is not None:
             original = self._original_of(exchange, stored, notes)
             if original is not None:
                 self.writer.write_revisit(exchange, profile=IDENTICAL_PAYLOAD, original=original)
                 notes.append("duplicate:digest")
-                duplicate = True
+                saved = exchange.body_length
             else:
                 written = self.writer.write_exchange(exchange, digest_algorithm=self.session.digest_algorithm)
                 self._remember(exchange, written)
-        with self._lock:
-            self.urls_done += 1
-            self.bytes += exchange.body_length
-            self.status_counts[exchange.status] += 1
-            if exchange.status >= 400:
-                self.errors += 1
-            if duplicate:
-                self.duplicates += 1
-                self.duplicate_bytes += exchange.body_length
+        self._count(exchange, saved=saved)
         self._log(
             candidate,
             when=exchange.started_at,
@@ -510,12 +502,7 @@ class SiteCrawl:
             headers=freshened_headers(stored, exchange),
         )
         self.writer.write_revisit(exchange, profile=SERVER_NOT_MODIFIED, original=previous, head=head)
-        with self._lock:
-            self.urls_done += 1
-            self.bytes += exchange.body_length
-            self.status_counts[exchange.status] += 1
-            self.duplicates += 1
-            self.duplicate_bytes += stored.body_length
+        self._count(exchange, saved=stored.body_length)
         self._log(
             candidate,
             when=exchange.started_at,
@@ -526,6 +513,18 @@ class SiteCrawl:
             digest=previous.digest,
             annotations=["duplicate:server-not-modified"],
         )
+
+    def _count(self, exchange: Exchange, *, saved: int | None) -> None:
+        """Count a stored answer; ``saved``: the payload bytes a revisit did not store again."""
+        with self._lock:
+            self.urls_done += 1
+            self.bytes += exchange.body_length
+            self.status_counts[exchange.status] += 1
+            if exchange.status >= 400:
+                self.errors += 1
+            if saved is not None:
+                self.duplicates += 1
+                self.duplicate_bytes += saved
 
     def _log_no_answer(self, candidate: Candidate, kind: str, annotations: list[str]) -> None:
         with self._lock:
