@@ -216,3 +216,26 @@ def test_cdx_benchmark_never_touches_a_database_it_did_not_create(db):
     assert done.returncode != 0
     assert f"The database {name} exists and was not created by this benchmark" in done.stderr
     assert still_there
+
+
+# benchmarks/dedup.py -------------------------------------------------------------------------------
+
+
+def test_dedup_benchmark_builds_recrawls_and_validates_the_pipeline_output(tmp_path):
+    done = _run(BENCHMARKS / "dedup.py", "--smoke", "--data", str(tmp_path), timeout=240)
+
+    assert done.returncode == 0, done.stderr
+    report = done.stdout
+    assert report.startswith("## Deduplication: the post-crawl pipeline on repeated crawls")
+    assert "| `zcat FILES \\| sha256sum`" in report
+    assert "| manifest stage, digests recomputed (SHA-256), 1 process |" in report
+    assert "- validation: ok;" in report
+    # Two crawls of the same site: the second one's unchanged payloads are duplicates.
+    duplicates = next(line for line in report.splitlines() if line.startswith("- response records: "))
+    records, found = (
+        int(part.split(": ")[1].split()[0].replace(",", "")) for part in duplicates.split(";")[:2]
+    )
+    assert records > 100
+    assert records // 4 < found < records
+    assert list(tmp_path.rglob("*.warc.gz"))  # kept for the next run
+    assert not (tmp_path / "output").exists()
