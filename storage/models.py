@@ -12,6 +12,7 @@ where ``path`` says.
 from pathlib import Path
 from typing import BinaryIO
 
+from django.conf import settings
 from django.db import models
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
@@ -39,10 +40,11 @@ class WarcFile(models.Model):
     class Origin(models.TextChoices):
         CRAWLED = "crawled", _("crawled")
         IMPORTED = "imported", _("imported")
+        DEDUPLICATED = "deduplicated", _("deduplicated")  # written by the post-crawl dedup pipeline
 
     name = models.CharField(_("name"), max_length=255, unique=True)
     path = models.CharField(_("path"), max_length=1000, help_text=_("Where the file is."))
-    origin = models.CharField(_("origin"), max_length=10, choices=Origin, default=Origin.CRAWLED)
+    origin = models.CharField(_("origin"), max_length=12, choices=Origin, default=Origin.CRAWLED)
     size = models.BigIntegerField(_("size (bytes)"), default=0)
     sha256 = models.CharField(_("SHA-256"), max_length=64, blank=True)
     records = models.PositiveIntegerField(_("records"), default=0)
@@ -65,6 +67,31 @@ class WarcFile(models.Model):
     )
     registered_at = models.DateTimeField(_("registered at"), auto_now_add=True)
     indexed_at = models.DateTimeField(_("indexed at"), null=True, blank=True)
+    replaced_by = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="replaces",
+        verbose_name=_("replaced by"),
+        help_text=_(
+            "The deduplicated file that holds this file's captures now (the index lists them there)."
+        ),
+    )
+    retired_at = models.DateTimeField(
+        _("retired at"),
+        null=True,
+        blank=True,
+        help_text=_("When its bytes were removed from disk, its replacement holding the same captures."),
+    )
+    retired_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("retired by"),
+    )
 
     class Meta:
         verbose_name = _("WARC file")
@@ -140,6 +167,12 @@ class Capture(models.Model):
         indexes = [
             models.Index(fields=["urlkey", "timestamp"], name="capture_key_time"),
             models.Index(fields=["job", "urlkey"], name="capture_job_key"),
+            # Crawl-time dedup looks the original of a payload up by its digest.
+            models.Index(
+                fields=["digest", "timestamp"],
+                name="capture_response_digest",
+                condition=models.Q(record_type="response"),
+            ),
         ]
 
     def __str__(self):
@@ -151,3 +184,67 @@ class Capture(models.Model):
     @property
     def timestamp14(self) -> str:
         return self.timestamp.strftime("%Y%m%d%H%M%S")
+
+
+class DedupRun(models.Model):
+    """One run of the post-crawl deduplication pipeline (storage.dedup): its inputs, state and results.
+
+    The pipeline keeps its own progress in files under ``out_dir``; this row is what people and
+    the Celery tasks see: the state, the stage and its units done, the savings and the validation.
+    """
+
+    class State(models.TextChoices):
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        STOPPING = "stopping", _("stopping")
+        STOPPED = "stopped", _("stopped")
+        FAILED = "failed", _("failed")
+        VALIDATED = "validated", _("validated and registered")
+        DONE = "done", _("finished, nothing registered")
+
+    # The pipeline keeps a run's state and output in this directory: one run per directory.
+    out_dir = models.CharField(_("output directory"), max_length=1000, unique=True)
+    inputs = models.JSONField(_("input files"), default=list)
+    options = models.JSONField(_("options"), default=dict, blank=True)
+    dry_run = models.BooleanField(_("dry run"), default=False, help_text=_("Report the savings only."))
+    register_output = models.BooleanField(
+        _("register the output"),
+        default=True,
+        help_text=_("Register the validated output in the archive in place of the inputs."),
+    )
+    state = models.CharField(_("state"), max_length=10, choices=State, default=State.QUEUED)
+    stage = models.CharField(_("stage"), max_length=20, blank=True)
+    units_done = models.PositiveIntegerField(_("units done"), default=0)
+    units_total = models.PositiveIntegerField(_("units of the stage"), default=0)
+    summary = models.JSONField(_("savings"), null=True, blank=True)
+    validation = models.JSONField(_("validation report"), null=True, blank=True)
+    error = models.TextField(_("error"), blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("started by"),
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
+
+    ACTIVE = (State.QUEUED, State.RUNNING, State.STOPPING)
+    UNFINISHED = (*ACTIVE, State.STOPPED, State.FAILED)
+
+    class Meta:
+        verbose_name = _("deduplication run")
+        verbose_name_plural = _("deduplication runs")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self):
+        return _("Deduplication run %(pk)s") % {"pk": self.pk}
+
+    def get_absolute_url(self):
+        return reverse("storage:dedup_detail", kwargs={"pk": self.pk})
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in self.ACTIVE

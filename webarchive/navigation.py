@@ -45,6 +45,7 @@ AREA_PAGES: dict[Area, list[Page]] = {
     Area.OPERATIONS: [
         Page(_("Running jobs"), "harvest:job_running", "harvest.job"),
         Page(_("Jobs"), "harvest:job_list", "harvest.job"),
+        Page(_("Deduplication"), "storage:dedup_list", "storage.deduprun"),
     ],
     Area.REPORTS: [],
     Area.ACCESS: [

@@ -115,6 +115,13 @@ _PLANNER = {
     "harvest.budgetmapping": ALL,
 }
 
+# Operations on the archive (crawl engineers): deduplication runs, and retiring a file whose
+# deduplicated replacement is registered (a change of the file's row; nothing is deleted).
+_ARCHIVE_OPERATOR = {
+    "storage.deduprun": (VIEW, ADD, CHANGE),
+    "storage.warcfile": (VIEW, CHANGE),
+}
+
 # Role -> model label -> actions. Apps add their models here as they grow.
 # Rows a role may act on are narrowed further by each QuerySet's restrict()
 # (a librarian writes records only in the collections they are a member of).
@@ -136,7 +143,13 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         # Configuration, not an archival object: a rule may be withdrawn.
         "selection.compatibilityrule": ALL,
     },
-    Role.ENGINEER: {**_READER, **_ARCHIVE_READER, **_PLANNER, "harvest.job": (VIEW, CHANGE)},
+    Role.ENGINEER: {
+        **_READER,
+        **_ARCHIVE_READER,
+        **_PLANNER,
+        **_ARCHIVE_OPERATOR,
+        "harvest.job": (VIEW, CHANGE),
+    },
     Role.MANAGER: {**_READER, **_ARCHIVE_READER, **_HARVEST_READER},
 }
 

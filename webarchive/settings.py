@@ -72,6 +72,10 @@ HARVEST_LAUNCHER_INTERVAL = env.float("HARVEST_LAUNCHER_INTERVAL", default=60.0)
 # Where crawl workers write WARC files (until the storage nodes take them) and crawl logs.
 HARVEST_WARC_DIR = Path(env("HARVEST_WARC_DIR", default=str(VAR_DIR / "warcs")))
 HARVEST_SPOOL_DIR = Path(env("HARVEST_SPOOL_DIR", default=str(VAR_DIR / "crawl")))
+# Post-crawl deduplication (docs/dedup.md): the directories a run started from the pages may read
+# and write (empty: HARVEST_WARC_DIR only), and the time limit of one stage unit (seconds).
+DEDUP_ALLOWED_ROOTS = [Path(path) for path in env.list("DEDUP_ALLOWED_ROOTS", default=[])]
+DEDUP_UNIT_TIME_LIMIT = env.int("DEDUP_UNIT_TIME_LIMIT", default=6 * 3600)
 HARVEST_WARC_PREFIX = env("HARVEST_WARC_PREFIX", default="webarchive")
 HARVEST_WARC_MAX_SIZE = env.int("HARVEST_WARC_MAX_SIZE", default=1_000_000_000)
 # The crawler's name, with the page that tells webmasters who we are.

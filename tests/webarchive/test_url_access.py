@@ -195,6 +195,14 @@ def new_capture():
     return warc_file_index(path=path).warc_file.captures.get()
 
 
+def new_dedup_run():
+    from storage.models import DedupRun
+
+    return DedupRun.objects.create(
+        out_dir=f"/nowhere/dedup-{uuid.uuid4().hex[:10]}", inputs=["/nowhere/a.warc.gz"]
+    )
+
+
 # name -> (kind, url builder, who may use it). Kinds: "page" (GET), "post" (a
 # form's target), "api" (GET), "api-post", "public", "public-post", "own" (POST on
 # the user's own object: anyone else gets 404).
@@ -460,6 +468,13 @@ ACCESS = {
         lambda: reverse("storage:domain_captures", kwargs={"name": "example.com"}),
         ARCHIVE_READERS,
     ),
+    # Deduplication (Operations): crawl engineers only.
+    "storage:dedup_list": ("page", url("storage:dedup_list"), ENGINEERS),
+    "storage:dedup_start": ("page", url("storage:dedup_start"), ENGINEERS),
+    "storage:dedup_detail": ("page", planning_url("storage:dedup_detail", new_dedup_run), ENGINEERS),
+    "storage:dedup_stop": ("post", planning_url("storage:dedup_stop", new_dedup_run), ENGINEERS),
+    "storage:dedup_resume": ("post", planning_url("storage:dedup_resume", new_dedup_run), ENGINEERS),
+    "storage:warcfile_retire": ("post", planning_url("storage:warcfile_retire", new_warc_file), ENGINEERS),
 }
 ACCESS.update(
     {f"area[{area.value}]": ("page", lambda a=area: f"/{a.value}/", AREA_ROLES[area]) for area in Area}

@@ -1,0 +1,557 @@
+"""Runs of the post-crawl deduplication pipeline (storage.dedup) as database rows, and their outcome.
+
+The pipeline keeps its own progress in files under the run's output directory, so that any worker
+sharing the filesystem can run any unit of a stage; a :class:`~storage.models.DedupRun` row is what
+people, pages and tasks see. A run goes through its stages either in Celery (one task per unit,
+:mod:`storage.tasks`; the unit that completes a stage dispatches the next) or in the foreground
+(``manage.py dedup_warcs``). A validated output is registered in the archive in place of its inputs,
+whose files are kept until an engineer retires them (:func:`warc_file_retire`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import hashlib
+import os
+import shutil
+from collections import defaultdict
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import OperationalError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from harvest.crawler.warc import FILE_NAME
+from storage.dedup.pipeline import DRY_RUN_STAGES, STAGES, Options, Pipeline, PipelineError
+from storage.models import Capture, DedupRun, WarcFile
+from storage.services.indexing import IndexConflict, warc_file_index
+from storage.warcindex import WarcReadError, archive_files
+from webarchive.permissions import ADD, CHANGE, require
+
+State = DedupRun.State
+ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
+NOT_FROM_A_HARVEST = "(not from a harvest)"
+HASH_CHUNK = 1 << 20
+
+# state -> the states a run may move to; nothing else is legal.
+DEDUP_RUN_TRANSITIONS: dict[str, frozenset[str]] = {
+    State.QUEUED: frozenset({State.RUNNING, State.STOPPED, State.FAILED}),
+    State.RUNNING: frozenset({State.STOPPING, State.STOPPED, State.FAILED, State.VALIDATED, State.DONE}),
+    State.STOPPING: frozenset({State.STOPPED, State.FAILED, State.VALIDATED, State.DONE}),
+    State.STOPPED: frozenset({State.QUEUED, State.RUNNING}),
+    State.FAILED: frozenset({State.QUEUED, State.RUNNING}),
+    State.DONE: frozenset({State.VALIDATED}),  # registered later (a run made with --no-register)
+    State.VALIDATED: frozenset(),
+}
+_ENDED = (State.STOPPED, State.FAILED, State.VALIDATED, State.DONE)
+
+
+def dedup_run_transition(run: DedupRun, state: str) -> None:
+    """Move a run (locked by the caller) to ``state``, or raise ValidationError if that is not legal."""
+    if state not in DEDUP_RUN_TRANSITIONS[run.state]:
+        raise ValidationError(
+            _("A deduplication run that is %(current)s cannot become %(state)s.")
+            % {"current": State(run.state).label, "state": State(state).label},
+            code="illegal_transition",
+        )
+    run.state = state
+    now = timezone.now()
+    if state == State.RUNNING and run.started_at is None:
+        run.started_at = now
+    if state in _ENDED:
+        run.ended_at = now
+    elif state in (State.QUEUED, State.RUNNING):
+        run.ended_at = None
+
+
+def allowed_roots() -> list[Path]:
+    """The directories a user of the pages may read inputs from and write output to."""
+    roots = getattr(settings, "DEDUP_ALLOWED_ROOTS", None) or [settings.HARVEST_WARC_DIR]
+    return [Path(root).resolve() for root in roots]
+
+
+def run_stages(run: DedupRun) -> tuple[str, ...]:
+    return DRY_RUN_STAGES if run.dry_run else STAGES
+
+
+# Starting -----------------------------------------------------------------------------------------
+
+
+def dedup_run_start(
+    *,
+    inputs: list[str | Path],
+    out_dir: str | Path,
+    options: dict | None = None,
+    dry_run: bool = False,
+    register_output: bool = True,
+    user=None,
+    enqueue: bool = True,
+) -> DedupRun:
+    """Check the inputs and the output directory, record a queued run, and send it to the workers.
+
+    A user (the pages) may only name paths under :func:`allowed_roots`; ``user=None`` is the system
+    (``dedup_warcs``), trusted with any path. ``enqueue=False`` leaves the running to the caller.
+    Bad input raises ValidationError at the field it concerns and changes nothing.
+    """
+    require(user, ADD, DedupRun)
+    roots = allowed_roots() if user is not None else None
+    errors: dict[str, list[str]] = defaultdict(list)
+    files = _input_files(inputs, roots, errors["inputs"])
+    out = _output_dir(out_dir, roots, errors["out_dir"])
+    try:
+        pipeline_options = Options(**(options or {}))
+    except TypeError as error:
+        errors[NON_FIELD_ERRORS].append(_("Unknown option: %(error)s") % {"error": error})
+    if out is not None and any(path.parent == out for path in files):
+        errors["out_dir"].append(_("Choose an output directory apart from the input files."))
+    errors = {field: messages for field, messages in errors.items() if messages}
+    if errors:
+        raise ValidationError(errors)
+    existed = out.exists()
+    with transaction.atomic():
+        run = DedupRun(
+            out_dir=str(out),
+            inputs=[str(path) for path in files],
+            options=dataclasses.asdict(pipeline_options),
+            dry_run=dry_run,
+            register_output=register_output,
+            created_by=user,
+        )
+        run.full_clean()
+        try:
+            Pipeline.create(out_dir=out, inputs=files, options=pipeline_options)
+        except PipelineError as error:
+            if not existed:
+                shutil.rmtree(out, ignore_errors=True)  # made just now by the pipeline: nothing to keep
+            raise ValidationError({NON_FIELD_ERRORS: [str(error)]}) from error
+        run.save()
+        if enqueue:
+            _send_advance(run.pk)
+    return run
+
+
+def _input_files(inputs: list[str | Path], roots: list[Path] | None, errors: list[str]) -> list[Path]:
+    """The WARC/ARC files named (directories walked), in order, each once; problems go to ``errors``."""
+    files: list[Path] = []
+    if not inputs:
+        errors.append(_("Give at least one WARC or ARC file or directory."))
+    for given in inputs:
+        path = Path(given).expanduser()
+        if not path.is_absolute() and roots is not None:
+            errors.append(_("%(path)s: give an absolute path.") % {"path": given})
+            continue
+        path = path.resolve()
+        if roots is not None and not _under(path, roots):
+            errors.append(
+                _("%(path)s: not under an allowed directory (%(roots)s).") % _roots_text(given, roots)
+            )
+            continue
+        if not path.exists():
+            errors.append(_("%(path)s: no such file or directory.") % {"path": given})
+        elif path.is_dir():
+            found = [item.resolve() for item in archive_files([path])]
+            if not found:
+                errors.append(_("%(path)s: no WARC or ARC file in this directory.") % {"path": given})
+            files.extend(found)
+        elif not (path.name.endswith(ARCHIVE_SUFFIXES) and _looks_like_archive(path)):
+            errors.append(_("%(path)s: not a WARC or ARC file.") % {"path": given})
+        else:
+            files.append(path)
+    return list(dict.fromkeys(files))
+
+
+def _looks_like_archive(path: Path) -> bool:
+    """Whether a file starts as a WARC or ARC file does (after gunzipping a .gz)."""
+    try:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        with opener(path, "rb") as stream:
+            head = stream.read(8)
+    except (OSError, EOFError):
+        return False
+    return head.startswith((b"WARC/", b"filedesc"))
+
+
+def _output_dir(out_dir: str | Path, roots: list[Path] | None, errors: list[str]) -> Path | None:
+    if not str(out_dir).strip():
+        errors.append(_("Give the directory the deduplicated files are written to."))
+        return None
+    path = Path(out_dir).expanduser()
+    if not path.is_absolute() and roots is not None:
+        errors.append(_("%(path)s: give an absolute path.") % {"path": out_dir})
+        return None
+    path = path.resolve()
+    if roots is not None and not _under(path, roots):
+        errors.append(
+            _("%(path)s: not under an allowed directory (%(roots)s).") % _roots_text(out_dir, roots)
+        )
+        return None
+    existing = path
+    while not existing.exists():
+        existing = existing.parent
+    if existing == path and not path.is_dir():
+        errors.append(_("%(path)s: not a directory.") % {"path": out_dir})
+    elif not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        errors.append(_("%(path)s: this directory cannot be written.") % {"path": existing})
+    other = DedupRun.objects.filter(out_dir=str(path)).first()
+    if other is not None:
+        errors.append(
+            _("%(run)s already uses this directory (%(state)s): resume it, or choose another directory.")
+            % {"run": other, "state": other.get_state_display()}
+        )
+    return path
+
+
+def _under(path: Path, roots: list[Path]) -> bool:
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def _roots_text(path, roots: list[Path]) -> dict:
+    return {"path": path, "roots": ", ".join(str(root) for root in roots)}
+
+
+def _send_advance(run_id: int) -> None:
+    from storage.tasks import dedup_advance
+
+    transaction.on_commit(lambda: dedup_advance.delay(run_id))
+
+
+def _send_units(run_id: int, stage: str, units: list[str]) -> None:
+    from storage.tasks import dedup_unit
+
+    def send():
+        for unit in units:
+            dedup_unit.delay(run_id, stage, unit)
+
+    transaction.on_commit(send)
+
+
+# Running (Celery) ---------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def dedup_run_advance(*, run_id: int) -> DedupRun:
+    """Start the run, or move it on: send the pending units of its next stage, or finish it.
+
+    Called once a stage is complete (by the unit that completed it): two callers at once are
+    serialised by the row lock, and a stage already sent is not sent twice.
+    """
+    run = DedupRun.objects.select_for_update().get(pk=run_id)
+    if run.state == State.QUEUED:
+        dedup_run_transition(run, State.RUNNING)
+    elif run.state == State.STOPPING:
+        dedup_run_transition(run, State.STOPPED)
+    if run.state != State.RUNNING:
+        run.save()
+        return run
+    try:
+        pipeline = Pipeline.open(Path(run.out_dir))
+        stage = pipeline.next_stage(run_stages(run))
+        if stage is None:
+            return _finish(run, pipeline)
+        pending = pipeline.pending_units(stage)
+        total = len(pipeline.units(stage))
+    except PipelineError as error:
+        return _fail(run, str(error))
+    if stage != run.stage:
+        run.stage = stage
+        _send_units(run.pk, stage, pending)
+    run.units_total, run.units_done = total, total - len(pending)
+    run.save()
+    return run
+
+
+def dedup_run_unit(*, run_id: int, stage: str, unit: str) -> None:
+    """Run one unit of a stage (unless the run stopped or failed); move the run on once the stage is done."""
+    run = DedupRun.objects.filter(pk=run_id).first()
+    if run is None:
+        return
+    if run.state != State.RUNNING:
+        if run.state == State.STOPPING:
+            dedup_run_advance(run_id=run_id)  # the stop takes effect: stopping -> stopped
+        return
+    try:
+        pipeline = Pipeline.open(Path(run.out_dir))
+        pipeline.run_unit(stage, unit)
+        pending = len(pipeline.pending_units(stage))
+        done = pipeline.stage_done(stage)
+    except OperationalError:
+        raise  # the database, not the unit: the task is retried
+    except Exception as error:
+        # Any other failure of a unit fails the run, with its message; resuming runs the unit again.
+        message = _("%(stage)s, %(unit)s: %(error)s") % {"stage": stage, "unit": unit, "error": error}
+        dedup_run_fail(run_id=run_id, error=message)
+        raise
+    DedupRun.objects.filter(pk=run_id, stage=stage).update(units_done=max(0, run.units_total - pending))
+    if done or DedupRun.objects.filter(pk=run_id, state=State.STOPPING).exists():
+        dedup_run_advance(run_id=run_id)
+
+
+@transaction.atomic
+def dedup_run_fail(*, run_id: int, error: str) -> DedupRun:
+    """Mark a run failed with the reason (a run already ended stays as it is)."""
+    run = DedupRun.objects.select_for_update().get(pk=run_id)
+    if State.FAILED in DEDUP_RUN_TRANSITIONS[run.state]:
+        return _fail(run, error)
+    return run
+
+
+def _fail(run: DedupRun, error: str) -> DedupRun:
+    dedup_run_transition(run, State.FAILED)
+    run.error = error
+    run.save()
+    return run
+
+
+@transaction.atomic
+def dedup_run_stop(*, run_id: int, user=None) -> DedupRun:
+    """Ask a run to stop: units not started are skipped, running ones finish; twice: it stops at once."""
+    require(user, CHANGE, DedupRun)
+    run = DedupRun.objects.select_for_update().get(pk=run_id)
+    target = State.STOPPING if run.state == State.RUNNING else State.STOPPED
+    dedup_run_transition(run, target)
+    run.save()
+    return run
+
+
+@transaction.atomic
+def dedup_run_resume(*, run_id: int, user=None) -> DedupRun:
+    """Queue a stopped or failed run again: the pending units of its stage are sent again."""
+    require(user, CHANGE, DedupRun)
+    run = DedupRun.objects.select_for_update().get(pk=run_id)
+    dedup_run_transition(run, State.QUEUED)
+    run.stage = ""  # so that the next advance sends the stage's pending units again
+    run.error = ""
+    run.save()
+    _send_advance(run.pk)
+    return run
+
+
+# Running (in the foreground: dedup_warcs) ---------------------------------------------------------
+
+
+@transaction.atomic
+def dedup_run_begin(*, run_id: int) -> DedupRun:
+    """Mark a run running in this process (``dedup_warcs``): a new, stopped or failed run."""
+    run = DedupRun.objects.select_for_update().get(pk=run_id)
+    dedup_run_transition(run, State.RUNNING)
+    run.error = ""
+    run.save()
+    return run
+
+
+def dedup_run_progress(*, run_id: int, stage: str, units_done: int, units_total: int) -> None:
+    """Record how far the stage of a foreground run is."""
+    DedupRun.objects.filter(pk=run_id).update(stage=stage, units_done=units_done, units_total=units_total)
+
+
+@transaction.atomic
+def dedup_run_end(*, run_id: int, completed: bool, error: str = "") -> DedupRun:
+    """A foreground run has returned: finish it if its stages are all done, else mark it stopped or failed."""
+    run = DedupRun.objects.select_for_update().get(pk=run_id)
+    if error:
+        return _fail(run, error) if State.FAILED in DEDUP_RUN_TRANSITIONS[run.state] else run
+    if not completed:
+        dedup_run_transition(run, State.STOPPED)
+        run.save()
+        return run
+    try:
+        return _finish(run, Pipeline.open(Path(run.out_dir)))
+    except PipelineError as failure:
+        return _fail(run, str(failure))
+
+
+# Finishing ----------------------------------------------------------------------------------------
+
+
+def _finish(run: DedupRun, pipeline: Pipeline) -> DedupRun:
+    """All stages done: record the savings and the validation; register a validated output."""
+    run.summary = summary_json(pipeline.summary())
+    run.stage = ""
+    if run.dry_run:
+        dedup_run_transition(run, State.DONE)
+        run.save()
+        return run
+    report = pipeline.validation()
+    run.validation = dataclasses.asdict(report)
+    if not report.ok:
+        problems = "\n".join(report.problems[:20])
+        return _fail(run, _("The output did not pass validation; nothing was registered.") + "\n" + problems)
+    run.save()
+    if not run.register_output:
+        dedup_run_transition(run, State.DONE)
+        run.save()
+        return run
+    try:
+        return dedup_run_register(run_id=run.pk, pipeline=pipeline)
+    except ValidationError as error:
+        run.refresh_from_db()
+        return _fail(run, " ".join(error.messages))
+
+
+@transaction.atomic
+def dedup_run_register(*, run_id: int, pipeline: Pipeline | None = None) -> DedupRun:
+    """Register a validated output in the archive, in place of its inputs, all or nothing.
+
+    Each output file becomes a WarcFile (origin deduplicated, the job of the file it replaces) and
+    is indexed; each input registered in the archive is marked replaced by it and its captures
+    leave the index (the CDX would list them twice otherwise). No input file is deleted.
+    """
+    run = DedupRun.objects.select_for_update().get(pk=run_id)
+    if run.dry_run:
+        raise ValidationError(_("A dry run has no output to register."), code="dry_run")
+    if not (run.validation or {}).get("ok"):
+        raise ValidationError(_("Only a validated output is registered."), code="not_validated")
+    dedup_run_transition(run, State.VALIDATED)
+    pipeline = pipeline or Pipeline.open(Path(run.out_dir))
+    for output in pipeline.outputs():
+        source = WarcFile.objects.select_for_update().filter(name=Path(output.source).name).first()
+        try:
+            indexed = warc_file_index(path=output.path, job_id=source.job_id if source else None)
+        except (WarcReadError, IndexConflict) as error:
+            raise ValidationError(str(error), code="index") from error
+        new = indexed.warc_file
+        if new.sha256 != output.sha256:
+            raise ValidationError(
+                _("%(name)s changed after validation (SHA-256 %(sha)s, validated %(expected)s).")
+                % {"name": new.name, "sha": new.sha256, "expected": output.sha256},
+                code="changed",
+            )
+        new.origin = WarcFile.Origin.DEDUPLICATED
+        new.save(update_fields=["origin"])
+        if source is not None and source.pk != new.pk:
+            source.replaced_by = new
+            source.save(update_fields=["replaced_by"])
+            Capture.objects.filter(warc_file=source).delete()
+    run.stage = ""
+    run.save()
+    return run
+
+
+# Savings, per MIME type and per harvest -----------------------------------------------------------
+
+_COUNTS = (
+    "records",
+    "duplicates",
+    "payload_bytes",
+    "duplicate_payload_bytes",
+    "record_bytes",
+    "duplicate_record_bytes",
+)
+
+
+def summary_json(summary) -> dict:
+    """The pipeline's Summary as stored on the run: totals, rows per MIME type and per harvest."""
+    harvests = file_harvests({Path(row.file).name for row in summary.rows})
+    by_mime: dict[str, dict] = {}
+    by_harvest: dict[str, dict] = {}
+    for row in summary.rows:
+        for table, key in ((by_mime, row.mime or "-"), (by_harvest, harvests[Path(row.file).name])):
+            counts = table.setdefault(key, dict.fromkeys(_COUNTS, 0))
+            for name in _COUNTS:
+                counts[name] += getattr(row, name)
+    totals = {name: getattr(summary, name) for name in (*_COUNTS, "collisions")}
+    totals["duplicate_rate"] = summary.duplicate_rate
+
+    def rows(table: dict, label: str) -> list[dict]:
+        ordered = sorted(table.items(), key=lambda item: (-item[1]["duplicate_payload_bytes"], item[0]))
+        return [{label: key, **counts, "duplicate_rate": _rate(counts)} for key, counts in ordered]
+
+    return {"totals": totals, "by_mime": rows(by_mime, "mime"), "by_harvest": rows(by_harvest, "harvest")}
+
+
+def _rate(counts: dict) -> float:
+    return counts["duplicates"] / counts["records"] if counts["records"] else 0.0
+
+
+def file_harvests(names: set[str]) -> dict[str, str]:
+    """File name -> the name of the harvest definition it came from (through its WarcFile's job, else
+    the job number in a crawler's file name), or "(not from a harvest)"."""
+    from harvest.models import Job
+
+    found = dict(
+        WarcFile.objects.filter(name__in=names, job__isnull=False).values_list(
+            "name", "job__harvest_definition__name"
+        )
+    )
+    numbers = {}
+    for name in names - found.keys():
+        match = FILE_NAME.search(name)
+        if match:
+            numbers[name] = int(match["job"])
+    definitions = dict(
+        Job.objects.filter(pk__in=set(numbers.values())).values_list("pk", "harvest_definition__name")
+    )
+    for name, number in numbers.items():
+        found[name] = definitions.get(number) or _("job %(number)s") % {"number": number}
+    return {name: found.get(name) or NOT_FROM_A_HARVEST for name in names}
+
+
+# Retiring an original -----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def warc_file_retire(*, warc_file_id: int, user=None) -> WarcFile:
+    """Remove the bytes of a file whose deduplicated replacement is registered and intact; the row stays.
+
+    Nothing archival is lost: the replacement holds the same captures (its copies as revisits).
+    """
+    require(user, CHANGE, WarcFile)
+    warc = WarcFile.objects.select_for_update(of=("self",)).select_related("replaced_by").get(pk=warc_file_id)
+    if warc.retired_at is not None:
+        raise ValidationError(
+            _("%(name)s was already retired on %(when)s.") % {"name": warc.name, "when": warc.retired_at},
+            code="retired",
+        )
+    replacement = warc.replaced_by
+    if replacement is None:
+        raise ValidationError(
+            _("%(name)s has no registered deduplicated replacement: retiring it would lose its captures.")
+            % {"name": warc.name},
+            code="not_replaced",
+        )
+    if replacement.indexed_at is None or replacement.retired_at is not None:
+        raise ValidationError(
+            _("Its replacement %(name)s is not registered in the archive.") % {"name": replacement.name},
+            code="replacement_unregistered",
+        )
+    sha256 = _file_sha256(Path(replacement.path))
+    if sha256 is None:
+        raise ValidationError(
+            _("Its replacement %(name)s is not on disk at %(path)s.")
+            % {"name": replacement.name, "path": replacement.path},
+            code="replacement_missing",
+        )
+    if sha256 != replacement.sha256:
+        raise ValidationError(
+            _(
+                "Its replacement %(name)s does not have its recorded checksum "
+                "(SHA-256 %(sha)s, recorded %(recorded)s)."
+            )
+            % {"name": replacement.name, "sha": sha256, "recorded": replacement.sha256},
+            code="replacement_changed",
+        )
+    warc.retired_at = timezone.now()
+    warc.retired_by = user
+    warc.save(update_fields=["retired_at", "retired_by"])
+    try:
+        Path(warc.path).unlink(missing_ok=True)
+    except OSError as error:  # the row is rolled back with it
+        raise ValidationError(
+            _("%(path)s could not be removed: %(error)s.") % {"path": warc.path, "error": error.strerror},
+            code="unlink",
+        ) from error
+    return warc
+
+
+def _file_sha256(path: Path) -> str | None:
+    try:
+        with path.open("rb") as stream:
+            digest = hashlib.sha256()
+            while chunk := stream.read(HASH_CHUNK):
+                digest.update(chunk)
+    except FileNotFoundError:
+        return None
+    return digest.hexdigest()

@@ -1,0 +1,291 @@
+"""The services of deduplication runs: starting (bad input changes nothing), the run's states,
+registration of a validated output in place of its inputs, and retiring an original."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+
+from storage.models import Capture, DedupRun, WarcFile
+from storage.services.dedup_runs import (
+    NOT_FROM_A_HARVEST,
+    dedup_run_advance,
+    dedup_run_register,
+    dedup_run_resume,
+    dedup_run_start,
+    dedup_run_stop,
+    dedup_run_unit,
+    file_harvests,
+    warc_file_retire,
+)
+from storage.services.indexing import warc_file_index
+from tests.harvest.crawljobs import job_for_sites
+from tests.storage.dedup_files import drive, duplicate_warcs
+from webarchive.permissions import Role
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def root(settings, tmp_path) -> Path:
+    """The allowed directory (HARVEST_WARC_DIR), with two WARC files holding duplicates under ``in/``."""
+    root = tmp_path / "warcs"
+    settings.HARVEST_WARC_DIR = root
+    duplicate_warcs(root / "in")
+    return root
+
+
+@pytest.fixture
+def engineer(user_with_role):
+    return user_with_role(Role.ENGINEER)
+
+
+def start(root: Path, **kwargs) -> DedupRun:
+    fields = {"inputs": [str(root / "in")], "out_dir": str(root / "out"), "enqueue": False, **kwargs}
+    return dedup_run_start(**fields)
+
+
+def field_errors(excinfo) -> dict[str, list[str]]:
+    return excinfo.value.message_dict
+
+
+# Starting --------------------------------------------------------------------------------------------
+
+
+def test_a_run_is_recorded_queued_with_its_files(root, engineer):
+    run = start(root, user=engineer, options={"recompute_digests": True})
+    assert run.state == DedupRun.State.QUEUED
+    assert run.created_by == engineer
+    assert run.inputs == [str(root / "in" / "first.warc.gz"), str(root / "in" / "second.warc.gz")]
+    assert run.out_dir == str(root / "out")
+    assert run.options["recompute_digests"] is True
+
+
+@pytest.mark.parametrize(
+    ("inputs", "out", "field", "words"),
+    [
+        (["{root}/in/missing.warc.gz"], "{root}/out", "inputs", "no such file"),
+        (["{root}/in/notes.txt"], "{root}/out", "inputs", "not a WARC or ARC file"),
+        (["{root}/in/fake.warc.gz"], "{root}/out", "inputs", "not a WARC or ARC file"),
+        (["{tmp}/elsewhere/first.warc.gz"], "{root}/out", "inputs", "not under an allowed directory"),
+        (["{root}/in/../../elsewhere/first.warc.gz"], "{root}/out", "inputs", "not under an allowed"),
+        (["in/first.warc.gz"], "{root}/out", "inputs", "absolute path"),
+        ([], "{root}/out", "inputs", "at least one"),
+        (["{root}/in"], "{tmp}/elsewhere/out", "out_dir", "not under an allowed directory"),
+        (["{root}/in"], "{root}/in", "out_dir", "apart from the input files"),
+        (["{root}/in"], "{root}/in/first.warc.gz", "out_dir", "not a directory"),
+    ],
+)
+def test_bad_input_is_refused_at_its_field_and_changes_nothing(root, engineer, inputs, out, field, words):
+    tmp = root.parent
+    (root / "in" / "notes.txt").write_text("not an archive")
+    (root / "in" / "fake.warc.gz").write_bytes(b"\x1f\x8b not really gzip")
+    (tmp / "elsewhere").mkdir()
+    (tmp / "elsewhere" / "first.warc.gz").write_bytes((root / "in" / "first.warc.gz").read_bytes())
+    before = sorted(path for path in tmp.rglob("*"))
+    with pytest.raises(ValidationError) as excinfo:
+        dedup_run_start(
+            inputs=[item.format(root=root, tmp=tmp) for item in inputs],
+            out_dir=out.format(root=root, tmp=tmp),
+            user=engineer,
+            enqueue=False,
+        )
+    assert any(words in message for message in field_errors(excinfo)[field]), field_errors(excinfo)
+    assert not DedupRun.objects.exists()
+    assert sorted(path for path in tmp.rglob("*")) == before
+
+
+def test_the_system_may_name_any_path(root, tmp_path):
+    elsewhere = duplicate_warcs(tmp_path / "elsewhere")
+    run = dedup_run_start(inputs=[str(p) for p in elsewhere], out_dir=str(tmp_path / "out2"), enqueue=False)
+    assert run.created_by is None and len(run.inputs) == 2
+
+
+def test_an_output_directory_holds_one_run(root, engineer):
+    first = start(root, user=engineer)
+    with pytest.raises(ValidationError) as excinfo:
+        start(root, user=engineer)
+    assert "already uses this directory" in field_errors(excinfo)["out_dir"][0]
+    assert list(DedupRun.objects.all()) == [first]
+
+
+def test_only_engineers_start_runs(root, user_with_role):
+    with pytest.raises(PermissionDenied):
+        start(root, user=user_with_role(Role.CURATOR))
+    assert not DedupRun.objects.exists()
+
+
+# States ----------------------------------------------------------------------------------------------
+
+
+def test_a_stopped_run_skips_its_units_and_resumes_where_it_was(root, engineer):
+    run = start(root, user=engineer)
+    run = dedup_run_advance(run_id=run.pk)
+    assert run.state == DedupRun.State.RUNNING and run.stage
+    stage = run.stage
+    assert dedup_run_stop(run_id=run.pk, user=engineer).state == DedupRun.State.STOPPING
+    dedup_run_unit(run_id=run.pk, stage=stage, unit=run.inputs and Path(run.inputs[0]).name)
+    run.refresh_from_db()
+    assert run.state == DedupRun.State.STOPPED
+    assert run.units_done == 0  # the unit was skipped
+    with pytest.raises(ValidationError):
+        dedup_run_stop(run_id=run.pk, user=engineer)  # a stopped run cannot stop again
+    run = dedup_run_resume(run_id=run.pk, user=engineer)
+    assert (run.state, run.stage, run.ended_at) == (DedupRun.State.QUEUED, "", None)
+    assert drive(run).state == DedupRun.State.VALIDATED
+
+
+def test_stopping_twice_stops_at_once(root, engineer):
+    run = dedup_run_advance(run_id=start(root, user=engineer).pk)
+    dedup_run_stop(run_id=run.pk, user=engineer)
+    assert dedup_run_stop(run_id=run.pk, user=engineer).state == DedupRun.State.STOPPED
+
+
+def test_a_finished_run_cannot_be_resumed(root, engineer):
+    run = drive(start(root, user=engineer))
+    assert run.state == DedupRun.State.VALIDATED
+    with pytest.raises(ValidationError, match="cannot become"):
+        dedup_run_resume(run_id=run.pk, user=engineer)
+
+
+def test_a_dry_run_reports_savings_per_mime_type_and_harvest_and_writes_nothing(root, engineer):
+    run = drive(start(root, user=engineer, dry_run=True))
+    assert run.state == DedupRun.State.DONE
+    assert run.validation is None
+    assert not list((root / "out").glob("*.warc.gz"))
+    totals = run.summary["totals"]
+    assert totals["duplicates"] == 2 and totals["records"] == 5
+    png = next(row for row in run.summary["by_mime"] if row["mime"] == "image/png")
+    assert (png["records"], png["duplicates"]) == (3, 2)
+    assert [row["harvest"] for row in run.summary["by_harvest"]] == [NOT_FROM_A_HARVEST]
+    assert not WarcFile.objects.exists()
+
+
+# Registration ----------------------------------------------------------------------------------------
+
+
+def test_a_validated_output_replaces_its_inputs_in_the_index(root, engineer):
+    sources = [warc_file_index(path=path).warc_file for path in sorted((root / "in").glob("*.warc.gz"))]
+    captures_before = Capture.objects.count()
+    run = drive(start(root, user=engineer))
+    assert run.state == DedupRun.State.VALIDATED, run.error
+    assert run.validation["ok"]
+    outputs = WarcFile.objects.filter(origin=WarcFile.Origin.DEDUPLICATED).order_by("name")
+    assert [f.name for f in outputs] == ["first-dedup.warc.gz", "second-dedup.warc.gz"]
+    for source in sources:
+        source.refresh_from_db()
+        assert source.replaced_by.name == source.name.replace(".warc.gz", "-dedup.warc.gz")
+        assert source.retired_at is None and Path(source.path).exists()  # kept until retired
+        assert not source.captures.exists()
+    # Each capture is listed once, in the deduplicated files.
+    assert Capture.objects.count() == captures_before
+    assert set(Capture.objects.values_list("warc_file__origin", flat=True)) == {WarcFile.Origin.DEDUPLICATED}
+    keys = list(Capture.objects.values_list("urlkey", "timestamp"))
+    assert len(keys) == len(set(keys))
+
+
+def test_an_output_of_unregistered_files_is_registered_alone(root, engineer):
+    run = drive(start(root, user=engineer))
+    assert run.state == DedupRun.State.VALIDATED
+    assert set(WarcFile.objects.values_list("origin", flat=True)) == {WarcFile.Origin.DEDUPLICATED}
+    assert not WarcFile.objects.filter(replaced_by__isnull=False).exists()
+
+
+def test_only_a_validated_output_is_registered(root, engineer):
+    run = drive(start(root, user=engineer, register_output=False))
+    assert run.state == DedupRun.State.DONE and run.validation["ok"]
+    assert not WarcFile.objects.exists()
+    DedupRun.objects.filter(pk=run.pk).update(validation={**run.validation, "ok": False})
+    with pytest.raises(ValidationError, match="Only a validated output"):
+        dedup_run_register(run_id=run.pk)
+    assert not WarcFile.objects.exists()
+    DedupRun.objects.filter(pk=run.pk).update(validation=run.validation)
+    assert dedup_run_register(run_id=run.pk).state == DedupRun.State.VALIDATED
+    assert WarcFile.objects.count() == 2
+
+
+def test_a_dry_run_is_never_registered(root, engineer):
+    run = drive(start(root, user=engineer, dry_run=True))
+    with pytest.raises(ValidationError, match="dry run"):
+        dedup_run_register(run_id=run.pk)
+
+
+def test_an_output_changed_after_validation_is_not_registered(root, engineer):
+    run = drive(start(root, user=engineer, register_output=False))
+    output = root / "out" / "first-dedup.warc.gz"
+    output.write_bytes(output.read_bytes() + (root / "in" / "first.warc.gz").read_bytes())
+    with pytest.raises(ValidationError, match="changed after validation"):
+        dedup_run_register(run_id=run.pk)
+    assert not WarcFile.objects.exists()
+    run.refresh_from_db()
+    assert run.state == DedupRun.State.DONE
+
+
+# Savings per harvest -----------------------------------------------------------------------------------
+
+
+def test_files_are_attributed_to_their_harvest(root):
+    job = job_for_sites([("example.com", "http://example.com/")])
+    registered = warc_file_index(path=root / "in" / "first.warc.gz", job_id=job.pk).warc_file
+    crawled_name = f"webarchive-{job.pk}-20240101000000-00001-host.warc.gz"
+    unknown_job = f"webarchive-{job.pk + 1000}-20240101000000-00001-host.warc.gz"
+    names = {registered.name, crawled_name, unknown_job, "other.warc.gz"}
+    harvests = file_harvests(names)
+    definition = job.harvest_definition.name
+    assert harvests == {
+        registered.name: definition,
+        crawled_name: definition,
+        unknown_job: f"job {job.pk + 1000}",
+        "other.warc.gz": NOT_FROM_A_HARVEST,
+    }
+
+
+# Retiring an original ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def replaced(root, engineer) -> WarcFile:
+    """An original registered, deduplicated and replaced."""
+    source = warc_file_index(path=root / "in" / "first.warc.gz").warc_file
+    assert drive(start(root, user=engineer)).state == DedupRun.State.VALIDATED
+    source.refresh_from_db()
+    return source
+
+
+def test_retiring_removes_the_bytes_and_keeps_the_row(replaced, engineer):
+    warc = warc_file_retire(warc_file_id=replaced.pk, user=engineer)
+    assert warc.retired_at is not None and warc.retired_by == engineer
+    assert not Path(replaced.path).exists()
+    assert WarcFile.objects.filter(pk=replaced.pk, retired_at__isnull=False).exists()
+    assert Path(replaced.replaced_by.path).exists()
+    with pytest.raises(ValidationError, match="already retired"):
+        warc_file_retire(warc_file_id=replaced.pk, user=engineer)
+
+
+def test_a_file_without_a_replacement_is_never_retired(root, engineer):
+    warc = warc_file_index(path=root / "in" / "first.warc.gz").warc_file
+    with pytest.raises(ValidationError, match="no registered deduplicated replacement"):
+        warc_file_retire(warc_file_id=warc.pk, user=engineer)
+    assert Path(warc.path).exists()
+
+
+def test_a_missing_or_changed_replacement_stops_retiring(replaced, engineer):
+    replacement = Path(replaced.replaced_by.path)
+    content = replacement.read_bytes()
+    replacement.write_bytes(content[:-10])
+    with pytest.raises(ValidationError, match="recorded checksum"):
+        warc_file_retire(warc_file_id=replaced.pk, user=engineer)
+    replacement.unlink()
+    with pytest.raises(ValidationError, match="not on disk"):
+        warc_file_retire(warc_file_id=replaced.pk, user=engineer)
+    assert Path(replaced.path).exists()
+    replaced.refresh_from_db()
+    assert replaced.retired_at is None
+
+
+def test_only_engineers_retire_files(replaced, user_with_role):
+    with pytest.raises(PermissionDenied):
+        warc_file_retire(warc_file_id=replaced.pk, user=user_with_role(Role.CURATOR))
+    assert Path(replaced.path).exists()
