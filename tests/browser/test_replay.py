@@ -10,12 +10,14 @@ replays with the original's content, which pywb finds by asking our CDX API for 
 from __future__ import annotations
 
 import datetime
+import io
 import re
 import time
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from warcio.archiveiterator import ArchiveIterator
 from warcio.warcwriter import WARCWriter
@@ -253,6 +255,47 @@ def test_a_deduplicated_recrawl_replays_from_the_first_crawl_payloads(
         stored_again.filter(record_type="revisit").count()
         > 0.9 * stored_again.exclude(record_type="request").filter(url__contains="/site/").count()
     )
+
+    page.set_default_timeout(REPLAY_TIMEOUT_MS)
+    page.goto(pywb_replay.capture_url(news, revisit.timestamp14))
+    expect_banner(page, revisit.timestamp)
+    frame = replay_frame(page)
+    frame.wait_for_load_state("load")
+    assert frame.evaluate("wbinfo.timestamp") == revisit.timestamp14
+    assert frame.locator("h1").inner_text() == "News 1"
+    assert image_width(frame, "img[alt='Picture 1']") > 0
+    assert image_width(frame, "img[alt='Logo']") > 0
+    assert frame.evaluate("getComputedStyle(document.body).maxWidth") == "960px"
+    assert foreign_requests(requested_urls, pywb_replay.url, live_server.url) == []
+
+
+def test_a_recrawl_deduplicated_after_the_fact_replays_from_the_registered_output(
+    page,
+    requested_urls,
+    live_server,
+    pywb_replay,  # noqa: F811  (the fixture imported above)
+    transactional_db,
+    tmp_path,
+):
+    # Two full crawls of an unchanged website, then manage.py dedup_warcs on both: the validated
+    # output is registered (and indexed) in their place, the second crawl's payloads as revisits.
+    with TestSite(port=0, seed=4, pages=12, hosts=2, large_file_bytes=20_000) as site:
+        crawl(tmp_path / "first", [site.url("/site/")])
+        time.sleep(1.1)  # a later second
+        crawl(tmp_path / "second", [site.url("/site/")])
+        news = site.url("/site/news/")
+    call_command(
+        "dedup_warcs",
+        tmp_path / "first",
+        tmp_path / "second",
+        "--out",
+        tmp_path / "out",
+        stdout=io.StringIO(),
+    )
+    revisit = Capture.objects.get(url=news, record_type="revisit")
+    assert revisit.warc_file.origin == "deduplicated"
+    original = Capture.objects.get(url=news, record_type="response")
+    assert original.timestamp < revisit.timestamp
 
     page.set_default_timeout(REPLAY_TIMEOUT_MS)
     page.goto(pywb_replay.capture_url(news, revisit.timestamp14))
