@@ -44,7 +44,6 @@ if str(ROOT) not in sys.path:  # the project (and benchmarks.*), when run as a s
     sys.path.insert(0, str(ROOT))
 DEFAULT_DATA = ROOT / "var" / "bench" / "dedup"
 MANIFEST = "manifest.json"
-USER_AGENT = "webarchive-bench/1 (+http://127.0.0.1/)"
 GOAL_ZCAT = 1.5  # the manifest within 1.5x of zcat | sha256sum's time
 SMOKE = {"size": 2, "site_pages": 60, "large_file_kb": 100, "file_mb": 1, "repeat": 1}
 
@@ -117,53 +116,30 @@ def recrawls(data: Path, *, size_mb: int, pages: int, large_file_kb: int, file_m
 
 
 def _crawl_again_and_again(directory: Path, size: int, pages: int, large: int, file_size: int, log):
-    from harvest.crawler import warc
-    from harvest.crawler.crawllog import CrawlLog
-    from harvest.crawler.engine import run_sites
-    from harvest.crawler.fetch import Fetcher
-    from harvest.crawler.site import SiteCrawl, SiteSettings
-    from webarchive.netguard import AddressPolicy
-    from webarchive.testsite import TestSite
+    from benchmarks.environment import crawl_test_sites
 
-    closed: list = []
-    writer = warc.WarcWriter(
-        directory=directory,
-        prefix="recrawl",
-        job_id=1,
-        host="bench",
-        max_size=file_size,
-        warcinfo={"software": "benchmarks/dedup.py"},
-        on_file_closed=closed.append,
-    )
-    fetcher = Fetcher(user_agent=USER_AGENT, address_check=AddressPolicy(allow_private=True).refusal)
-    no_delay = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0}
     first_day = datetime.date(2024, 1, 1)
-    port, crawls, urls = 0, 0, 0
-    with CrawlLog(directory / "crawl.log") as crawl_log:
-        while sum(info.size for info in closed) + _open_size(directory) < size:
-            today = first_day + datetime.timedelta(weeks=crawls)
-            # The same site on the same port (its pages hold absolute URLs), a week later each time.
-            with TestSite(port=port, seed=1, pages=pages, large_file_bytes=large, today=today) as site:
-                port = site.port
-                crawl = SiteCrawl(
-                    SiteSettings(seeds=[site.url("/site/")], **no_delay),
-                    session=fetcher.session(),
-                    writer=writer,
-                    crawl_log=crawl_log,
-                )
-                run_sites([crawl], threads=4)
-            if crawl.broken:
-                raise RuntimeError(f"crawl {crawls + 1} broke: {crawl.error}")
-            crawls += 1
-            urls += crawl.urls_done
-            log(f"  crawl {crawls} ({today}): {crawl.urls_done:,} URLs")
-        writer.close()
-    (directory / "crawl.log").unlink()
-    return closed, crawls, urls
 
+    def weekly(crawl: int):
+        today = first_day + datetime.timedelta(weeks=crawl - 1)
+        return {
+            "seed": 1,
+            "pages": pages,
+            "large_file_bytes": large,
+            "today": today,
+        }, f"crawl {crawl} ({today})"
 
-def _open_size(directory: Path) -> int:
-    return sum(path.stat().st_size for path in directory.glob("*.open"))
+    # The same site on the same port (its pages hold absolute URLs), a week later each time.
+    return crawl_test_sites(
+        directory,
+        size=size,
+        file_size=file_size,
+        prefix="recrawl",
+        software="benchmarks/dedup.py",
+        sites=weekly,
+        log=log,
+        same_port=True,
+    )
 
 
 # Measuring ---------------------------------------------------------------------------------------

@@ -48,3 +48,69 @@ def maintenance_connection(url: str, *, allow_sqlite: bool = False) -> tuple[dic
         if config.get(key):
             arguments[name] = str(config[key])
     return arguments, config["NAME"]
+
+
+def crawl_test_sites(
+    directory: Path,
+    *,
+    size: int,
+    file_size: int,
+    prefix: str,
+    software: str,
+    sites,
+    log,
+    same_port: bool = False,
+):
+    """Crawl test websites into gzip WARC files in ``directory`` until they hold ``size`` bytes.
+
+    ``sites(n)`` gives the keyword arguments of the ``n``-th site (``TestSite(**options)``, n from 1)
+    and a label for the log; with ``same_port`` every site is served on the port the first one took.
+    Returns the closed files (``warc.ClosedFile``), the number of crawls and the URLs crawled."""
+    from harvest.crawler import warc
+    from harvest.crawler.crawllog import CrawlLog
+    from harvest.crawler.engine import run_sites
+    from harvest.crawler.fetch import Fetcher
+    from harvest.crawler.site import SiteCrawl, SiteSettings
+    from webarchive.netguard import AddressPolicy
+    from webarchive.testsite import TestSite
+
+    closed: list = []
+    writer = warc.WarcWriter(
+        directory=directory,
+        prefix=prefix,
+        job_id=1,
+        host="bench",
+        max_size=file_size,
+        warcinfo={"software": software},
+        on_file_closed=closed.append,
+    )
+    fetcher = Fetcher(
+        user_agent="webarchive-bench/1 (+http://127.0.0.1/)",
+        address_check=AddressPolicy(allow_private=True).refusal,
+    )
+    no_delay = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0}
+    crawls, urls, port = 0, 0, 0
+    with CrawlLog(directory / "crawl.log") as crawl_log:
+        while sum(info.size for info in closed) + _open_size(directory) < size:
+            options, label = sites(crawls + 1)
+            with TestSite(**({"port": port} if same_port else {}), **options) as site:
+                port = site.port
+                crawl = SiteCrawl(
+                    SiteSettings(seeds=[site.url("/site/")], **no_delay),
+                    session=fetcher.session(),
+                    writer=writer,
+                    crawl_log=crawl_log,
+                )
+                run_sites([crawl], threads=4)
+            if crawl.broken:
+                raise RuntimeError(f"the crawl of {label} broke: {crawl.error}")
+            crawls += 1
+            urls += crawl.urls_done
+            log(f"  {label}: {crawl.urls_done:,} URLs")
+        writer.close()
+    (directory / "crawl.log").unlink()
+    return closed, crawls, urls
+
+
+def _open_size(directory: Path) -> int:
+    return sum(path.stat().st_size for path in directory.glob("*.open"))

@@ -52,7 +52,6 @@ if str(ROOT) not in sys.path:  # the project (and benchmarks.environment), when 
 DEFAULT_DATA = ROOT / "var" / "bench" / "warcs"
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/bench_indexing"
 CDXJ_INDEXER = Path(sys.executable).with_name("cdxj-indexer")
-USER_AGENT = "webarchive-bench/1 (+http://127.0.0.1/)"
 MANIFEST = "manifest.json"
 GOAL_ZCAT = 1.5  # index_warcs within 1.5x of zcat's time
 SMOKE = {"size": 2, "site_pages": 100, "large_file_kb": 100, "file_mb": 1, "repeat": 1}
@@ -129,48 +128,21 @@ def warc_set(data: Path, *, size_mb: int, pages: int, large_file_kb: int, file_m
 
 def crawl_until(directory: Path, size: int, pages: int, large_file_bytes: int, file_size: int, log):
     """Crawl test sites (seeds 1, 2, ...) into gzip WARC files until they hold ``size`` bytes."""
-    from harvest.crawler import warc
-    from harvest.crawler.crawllog import CrawlLog
-    from harvest.crawler.engine import run_sites
-    from harvest.crawler.fetch import Fetcher
-    from harvest.crawler.site import SiteCrawl, SiteSettings
-    from webarchive.netguard import AddressPolicy
-    from webarchive.testsite import TestSite
+    from benchmarks.environment import crawl_test_sites
 
-    closed: list = []
-    writer = warc.WarcWriter(
-        directory=directory,
+    def seeds(seed: int):
+        return {"seed": seed, "pages": pages, "large_file_bytes": large_file_bytes}, f"test site {seed}"
+
+    closed, sites, _ = crawl_test_sites(
+        directory,
+        size=size,
+        file_size=file_size,
         prefix="bench",
-        job_id=1,
-        host="bench",
-        max_size=file_size,
-        warcinfo={"software": "benchmarks/indexing.py"},
-        on_file_closed=closed.append,
+        software="benchmarks/indexing.py",
+        sites=seeds,
+        log=log,
     )
-    fetcher = Fetcher(user_agent=USER_AGENT, address_check=AddressPolicy(allow_private=True).refusal)
-    no_delay = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0}
-    seed = 0
-    with CrawlLog(directory / "crawl.log") as crawl_log:
-        while sum(info.size for info in closed) + _open_size(directory) < size:
-            seed += 1
-            with TestSite(port=0, seed=seed, pages=pages, large_file_bytes=large_file_bytes) as site:
-                crawl = SiteCrawl(
-                    SiteSettings(seeds=[site.url("/site/")], **no_delay),
-                    session=fetcher.session(),
-                    writer=writer,
-                    crawl_log=crawl_log,
-                )
-                run_sites([crawl], threads=4)
-            if crawl.broken:
-                raise RuntimeError(f"the crawl of test site {seed} broke: {crawl.error}")
-            log(f"  site {seed}: {crawl.urls_done:,} URLs")
-        writer.close()
-    (directory / "crawl.log").unlink()
-    return closed, seed
-
-
-def _open_size(directory: Path) -> int:
-    return sum(path.stat().st_size for path in directory.glob("*.open"))
+    return closed, sites
 
 
 def _inflated_size(path: Path) -> int:

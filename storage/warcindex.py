@@ -197,32 +197,44 @@ def _gzip_members(name: str, data: mmap.mmap) -> list[Entry] | None:
         return None
 
 
+def inflate_member(
+    name: str, data, start: int, *, complete: bool = False, first_window: int = FIRST_WINDOW
+) -> tuple[bytes, int, int]:
+    """Inflate the gzip member at ``start`` of ``data`` (bytes or mmap): its first ``HEAD_BYTES``
+    (all of it when ``complete``), how many bytes it inflates to, and where the next member starts."""
+    inflater = zlib.decompressobj(31)
+    parts: list[bytes] = []
+    head = bytearray()
+    inflated = 0
+    position, window = start, first_window
+    while True:
+        chunk = data[position : position + window]
+        if not chunk:
+            raise WarcReadError(name, start, "truncated gzip member (the file ends inside a record)")
+        try:
+            out = inflater.decompress(chunk)
+        except zlib.error as error:
+            raise WarcReadError(name, start, f"not gzip data ({error})") from None
+        inflated += len(out)
+        if complete:
+            parts.append(out)
+        elif len(head) < HEAD_BYTES:
+            head += out[: HEAD_BYTES - len(head)]
+        if inflater.eof:
+            position += len(chunk) - len(inflater.unused_data)
+            break
+        position += len(chunk)
+        window = min(window * 2, MAX_WINDOW)
+    return (b"".join(parts) if complete else bytes(head)), inflated, position
+
+
 def _scan_members(name: str, data: mmap.mmap) -> Iterator[Entry]:
     size = len(data)
     position = 0
     while position < size:
         start = position
-        inflater = zlib.decompressobj(31)
-        head = bytearray()
-        inflated = 0
-        window = FIRST_WINDOW
-        while True:
-            chunk = data[position : position + window]
-            if not chunk:
-                raise WarcReadError(name, start, "truncated gzip member (the file ends inside a record)")
-            try:
-                out = inflater.decompress(chunk)
-            except zlib.error as error:
-                raise WarcReadError(name, start, f"not gzip data ({error})") from None
-            inflated += len(out)
-            if len(head) < HEAD_BYTES:
-                head += out[: HEAD_BYTES - len(head)]
-            if inflater.eof:
-                position += len(chunk) - len(inflater.unused_data)
-                break
-            position += len(chunk)
-            window = min(window * 2, MAX_WINDOW)
-        entry = _member_entry(name, bytes(head), inflated, start, position - start)
+        head, inflated, position = inflate_member(name, data, start)
+        entry = _member_entry(name, head, inflated, start, position - start)
         if entry is not None:
             yield entry
 

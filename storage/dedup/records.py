@@ -28,11 +28,9 @@ from pathlib import Path
 from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
 from warcio.timeutils import iso_date_to_timestamp
 
-from storage.warcindex import WHOLE_FILE_GZIP, WarcReadError
+from storage.warcindex import HEAD_BYTES, WHOLE_FILE_GZIP, WarcReadError, inflate_member
 
-HEAD_BYTES = 64 * 1024  # a record's WARC and HTTP heads are looked for in this much inflated data
 FIRST_WINDOW = 16 * 1024
-MAX_WINDOW = 1024 * 1024
 COPY_BYTES = 8 * 1024 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 _WARC_DATE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z")
@@ -208,31 +206,10 @@ class Source:
         return self._plain(offset)
 
     def _member(self, start: int, *, complete: bool) -> Record:
-        data, name = self.data, self.name
-        inflater = zlib.decompressobj(31)
-        parts: list[bytes] = []
-        head = b""
-        inflated = 0
-        position, window = start, FIRST_WINDOW
-        while True:
-            chunk = data[position : position + window]
-            if not chunk:
-                raise WarcReadError(name, start, "truncated gzip member (the file ends inside a record)")
-            try:
-                out = inflater.decompress(chunk)
-            except zlib.error as error:
-                raise WarcReadError(name, start, f"not gzip data ({error})") from None
-            inflated += len(out)
-            if complete:
-                parts.append(out)
-            elif len(head) < HEAD_BYTES:
-                head += out[: HEAD_BYTES - len(head)]
-            if inflater.eof:
-                position += len(chunk) - len(inflater.unused_data)
-                break
-            position += len(chunk)
-            window = min(window * 2, MAX_WINDOW)
-        content = b"".join(parts) if complete else head
+        name = self.name
+        content, inflated, position = inflate_member(
+            name, self.data, start, complete=complete, first_window=FIRST_WINDOW
+        )
         fields, block_start, block_length = _warc_head(name, start, content)
         expected = block_start + block_length + 4  # the block, then CRLF CRLF
         if inflated > expected:
