@@ -237,12 +237,12 @@ def empty_index() -> None:
 
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("TRUNCATE storage_capture, storage_warcfile RESTART IDENTITY")
+            cursor.execute("TRUNCATE storage_capture, storage_warcfile RESTART IDENTITY CASCADE")
             with contextlib.suppress(Exception):  # write the dirty pages now, not during the next run
                 cursor.execute("CHECKPOINT")
         else:
-            cursor.execute("DELETE FROM storage_capture")
-            cursor.execute("DELETE FROM storage_warcfile")
+            for table in ("storage_capture", "storage_storageevent", "storage_replica", "storage_warcfile"):
+                cursor.execute(f"DELETE FROM {table}")
 
 
 def cdxj_fields(path: Path) -> list[tuple]:

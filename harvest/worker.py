@@ -117,8 +117,16 @@ class _JobFiles:
         self.captures.flush()
         with self.lock:
             infos, self.closed = self.closed, []
-        for info in infos:
-            warc_file_register(info=info, job_id=self.job_id)
+        register_files(infos, job_id=self.job_id)
+
+
+def register_files(infos, *, job_id: int | None) -> None:
+    """Record closed WARC files and hand them to the storage side (the ingest chain)."""
+    from storage.tasks import send_ingest
+
+    registered = [warc_file_register(info=info, job_id=job_id).pk for info in infos]
+    if registered:
+        send_ingest(registered)
 
 
 def _job_writer(job, *, description: str = "", on_file_closed, on_record=None) -> warc.WarcWriter:
@@ -178,6 +186,7 @@ def recover_warc_files() -> int:
             warc_file_index(path=info.path, job_id=job_id)
         except (WarcReadError, IndexConflict) as error:
             logger.error("recovered WARC file not indexed: %s", error)
+        # Its ingest chain is sent by the storage check (storage.check), as for any file left behind.
     return len(recovered)
 
 
@@ -331,8 +340,7 @@ def write_job_metadata(job) -> None:
             payload="".join(lines).encode(),
         )
     captures.flush()
-    for info in holder:
-        warc_file_register(info=info, job_id=job.pk)
+    register_files(holder, job_id=job.pk)
 
 
 def _external_links(job):

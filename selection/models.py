@@ -1,6 +1,7 @@
 """The selection side (BCWeb): collections, their themes, and the records librarians propose."""
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
@@ -49,6 +50,16 @@ class Collection(models.Model):
         _("default frequency"), max_length=15, choices=Frequency, default=Frequency.ANNUAL
     )
     default_depth = models.CharField(_("default depth"), max_length=10, choices=Depth, default=Depth.HOST)
+    replica_count = models.PositiveSmallIntegerField(
+        _("replicas"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "How many storage nodes keep each WARC file harvested for this collection "
+            "(empty: the archive's default)."
+        ),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 

@@ -4,9 +4,12 @@ A :class:`WarcFile` is recorded when a crawler starts writing it (so that its
 captures are searchable while it is written) and completed when it is closed;
 files imported with ``index_warcs`` are recorded the same way. A
 :class:`Capture` is one line of the capture index (a CDXJ line): what the CDX
-API serves to pywb and the access pages read. Where the copies of a file live
-(storage nodes, replicas) comes with the storage issue; until then a file is
-where ``path`` says.
+API serves to pywb and the access pages read.
+
+Where a file's bytes live: ``path`` is where it was written or imported (a crawler's spool, an
+import directory); the ingest chain (storage.services.ingest) copies it onto
+:class:`StorageNode` s as :class:`Replica` s, and from then on it is read from its replicas.
+:class:`StorageEvent` is the storage's history: copies, audits, repairs, node changes, alerts.
 """
 
 from pathlib import Path
@@ -32,6 +35,17 @@ class SurtKeyField(models.TextField):
         if connection.vendor == "postgresql":
             parameters["collation"] = "C"
         return parameters
+
+
+class IngestStep(models.TextChoices):
+    """The steps of the ingest chain, in order (storage.services.ingest)."""
+
+    REGISTERED = "registered", _("registered")
+    CHECKSUMMED = "checksummed", _("checksummed")
+    INDEXED = "indexed", _("indexed")
+    STORED = "stored", _("stored on its first node")
+    REPLICATED = "replicated", _("replicated")
+    CLEANED = "cleaned", _("done (spool cleaned)")
 
 
 class WarcFile(models.Model):
@@ -92,6 +106,22 @@ class WarcFile(models.Model):
         related_name="+",
         verbose_name=_("retired by"),
     )
+    ingest_step = models.CharField(
+        _("ingest step"),
+        max_length=12,
+        choices=IngestStep,
+        default=IngestStep.REGISTERED,
+        help_text=_("The last step of the ingest chain this file has completed."),
+    )
+    ingest_error = models.TextField(_("ingest error"), blank=True)
+    ingest_updated_at = models.DateTimeField(_("ingest step reached at"), null=True, blank=True)
+    replicas_wanted = models.PositiveSmallIntegerField(
+        _("replicas wanted"),
+        default=0,
+        help_text=_(
+            "Set when the file is ingested, from its harvest definition or collections (0: not yet)."
+        ),
+    )
 
     class Meta:
         verbose_name = _("WARC file")
@@ -120,7 +150,17 @@ class WarcFile(models.Model):
         return path
 
     def open_bytes(self) -> BinaryIO:
-        """The file's bytes, opened for reading (OSError when they are not there)."""
+        """The file's bytes, opened for reading: from its first healthy replica, falling back to
+        the next one if a read fails, then to ``path`` (OSError when none can be read)."""
+        from storage.services.replication import replica_open  # the services import this module
+
+        stream = replica_open(self)
+        if stream is not None:
+            return stream
+        return self.spool_bytes()
+
+    def spool_bytes(self) -> BinaryIO:
+        """The bytes where the file was written or imported (``path``), not a replica."""
         try:
             return self.location().open("rb")
         except FileNotFoundError:
@@ -248,3 +288,175 @@ class DedupRun(models.Model):
     @property
     def is_active(self) -> bool:
         return self.state in self.ACTIVE
+
+
+class StorageNode(models.Model):
+    """A place that keeps replicas of WARC files: a directory now, an object store later.
+
+    ``location`` is the site or room (replicas prefer distinct locations). Capacity and free
+    space are measured by the node check. A node with a local worker has its own Celery queue
+    (``storage-<name>``), so that its copies and audits read its disks locally.
+    """
+
+    class Backend(models.TextChoices):
+        DIRECTORY = "directory", _("local or mounted directory")
+
+    class State(models.TextChoices):
+        ONLINE = "online", _("online")
+        DRAINING = "draining", _("draining")
+        OFFLINE = "offline", _("offline")
+        RETIRED = "retired", _("retired")
+
+    name = models.SlugField(_("name"), max_length=50, unique=True)
+    location = models.CharField(
+        _("location"), max_length=100, help_text=_("Site or room: replicas prefer distinct locations.")
+    )
+    backend = models.CharField(_("backend"), max_length=20, choices=Backend, default=Backend.DIRECTORY)
+    root = models.CharField(
+        _("root"), max_length=1000, help_text=_("The directory (local or mounted) that holds the replicas.")
+    )
+    state = models.CharField(_("state"), max_length=10, choices=State, default=State.ONLINE)
+    reachable = models.BooleanField(_("reachable"), default=True)
+    unreachable_reason = models.TextField(_("why unreachable"), blank=True)
+    capacity = models.BigIntegerField(_("capacity (bytes)"), null=True, blank=True)
+    free = models.BigIntegerField(_("free space (bytes)"), null=True, blank=True)
+    measured_at = models.DateTimeField(_("measured at"), null=True, blank=True)
+    local_worker = models.BooleanField(
+        _("has a local worker"),
+        default=False,
+        help_text=_(
+            "Its copies and audits run on its own queue, storage-<name>, served by a worker on the node."
+        ),
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("storage node")
+        verbose_name_plural = _("storage nodes")
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def get_absolute_url(self):
+        return reverse("storage:node_detail", kwargs={"pk": self.pk})
+
+    @property
+    def queue(self) -> str:
+        return f"storage-{self.name}" if self.local_worker else "default"
+
+    @property
+    def usable(self) -> bool:
+        """Replicas here count and can be read (draining nodes still serve until emptied)."""
+        return self.reachable and self.state in (self.State.ONLINE, self.State.DRAINING)
+
+    @property
+    def used_percent(self) -> float | None:
+        if not self.capacity or self.free is None:
+            return None
+        return round(100 * (self.capacity - self.free) / self.capacity, 1)
+
+    def backend_instance(self):
+        from storage.backends import BACKENDS
+
+        return BACKENDS[self.backend](self.root, self.name)
+
+
+class Replica(models.Model):
+    """One copy of a WARC file on a storage node, with its checksum and last verification."""
+
+    class State(models.TextChoices):
+        COPYING = "copying", _("copying")
+        OK = "ok", _("ok")
+        MISSING = "missing", _("missing")
+        CORRUPT = "corrupt", _("corrupt")
+
+    warc_file = models.ForeignKey(
+        WarcFile, on_delete=models.PROTECT, related_name="replicas", verbose_name=_("WARC file")
+    )
+    node = models.ForeignKey(
+        StorageNode, on_delete=models.PROTECT, related_name="replicas", verbose_name=_("node")
+    )
+    relative_path = models.CharField(_("path on the node"), max_length=1000)
+    state = models.CharField(_("state"), max_length=8, choices=State, default=State.COPYING)
+    sha256 = models.CharField(_("SHA-256 found"), max_length=64, blank=True)
+    size = models.BigIntegerField(_("size (bytes)"), default=0)
+    verified_at = models.DateTimeField(_("last verified"), null=True, blank=True)
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("replica")
+        verbose_name_plural = _("replicas")
+        ordering = ["warc_file", "node__name"]
+        constraints = [
+            # Never two replicas of one file on one node.
+            models.UniqueConstraint(fields=["warc_file", "node"], name="replica_one_per_node"),
+        ]
+        indexes = [models.Index(fields=["state", "verified_at"], name="replica_audit_order")]
+
+    def __str__(self):
+        return f"{self.warc_file.name} @ {self.node.name}"
+
+
+class StorageEvent(models.Model):
+    """What happened to the storage: a copy, an audit's finding, a repair, a node change, an alert."""
+
+    class Kind(models.TextChoices):
+        COPIED = "copied", _("replica copied")
+        VERIFIED = "verified", _("replica verified")
+        CORRUPT = "corrupt", _("replica corrupt")
+        MISSING = "missing", _("replica missing")
+        REPAIRED = "repaired", _("replica repaired")
+        REMOVED = "removed", _("replica removed")
+        COPY_FAILED = "copy_failed", _("copy failed")
+        NO_GOOD_REPLICA = "lost", _("no good replica left")
+        NODE_ADDED = "node_added", _("node added")
+        NODE_OFFLINE = "node_offline", _("node offline")
+        NODE_UNREACHABLE = "unreachable", _("node unreachable")
+        NODE_ONLINE = "node_online", _("node back online")
+        NODE_DRAINING = "draining", _("node draining")
+        NODE_RETIRED = "node_retired", _("node retired")
+        SPOOL_CLEANED = "cleaned", _("spool copy deleted")
+
+    ALERTS = (Kind.NO_GOOD_REPLICA, Kind.NODE_UNREACHABLE, Kind.COPY_FAILED)
+
+    at = models.DateTimeField(_("at"), auto_now_add=True, db_index=True)
+    kind = models.CharField(_("event"), max_length=12, choices=Kind)
+    node = models.ForeignKey(
+        StorageNode,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="events",
+        verbose_name=_("node"),
+    )
+    warc_file = models.ForeignKey(
+        WarcFile,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="storage_events",
+        verbose_name=_("WARC file"),
+    )
+    detail = models.TextField(_("detail"), blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("by"),
+    )
+
+    class Meta:
+        verbose_name = _("storage event")
+        verbose_name_plural = _("storage events")
+        ordering = ["-at", "-pk"]
+
+    def __str__(self):
+        return f"{self.at:%Y-%m-%d %H:%M} {self.get_kind_display()}"
+
+    @property
+    def is_alert(self) -> bool:
+        return self.kind in self.ALERTS

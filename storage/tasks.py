@@ -1,4 +1,5 @@
-"""Celery tasks of the storage side: the units of a deduplication run, and moving a run on.
+"""Celery tasks of the storage side: the ingest chain, replication, fixity audits and the node
+check (docs/storage.md); the units of a deduplication run, and moving a run on.
 
 Tasks take ids, re-read the run and call one service; they are idempotent (a unit already done is
 not redone; a stage already sent is not sent again), so that ``acks_late`` redelivery after a
@@ -7,8 +8,10 @@ killed worker is safe. No task waits for another: the unit that completes a stag
 
 from celery import shared_task
 from django.conf import settings
-from django.db import OperationalError
+from django.db import OperationalError, transaction
 
+from storage.models import Replica, WarcFile
+from storage.services import ingest, replication
 from storage.services.dedup_runs import dedup_run_advance, dedup_run_unit
 
 # A unit is one input file (or one digest partition): a large file takes a while to rewrite.
@@ -45,3 +48,72 @@ def dedup_unit(run_id: int, stage: str, unit: str) -> None:
 def dedup_advance(run_id: int) -> None:
     """Start a queued deduplication run, or send its next stage, or finish it."""
     dedup_run_advance(run_id=run_id)
+
+
+# Storage. A file's copies and audits can take minutes; a killed worker's task is redelivered and
+# finds its work half done (a copy claim gone stale, an ingest step not recorded): all idempotent.
+STORAGE_TASK = {
+    "ignore_result": True,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": 10,
+    "max_retries": 5,
+}
+
+
+@shared_task(name="storage.ingest", **STORAGE_TASK)
+def ingest_file(warc_file_id: int) -> None:
+    """Run the rest of one file's ingest chain (checksum, index, store, replicate, clean)."""
+    if WarcFile.objects.filter(pk=warc_file_id).exists():
+        ingest.ingest_advance(warc_file_id)
+
+
+@shared_task(name="storage.replicate", **STORAGE_TASK)
+def replicate_file(warc_file_id: int) -> None:
+    """Bring one file to its replica count (repairs in place, new replicas elsewhere)."""
+    if WarcFile.objects.filter(pk=warc_file_id).exists():
+        replication.file_replicate(warc_file_id)
+
+
+@shared_task(name="storage.verify", **STORAGE_TASK)
+def verify_replica(replica_id: int) -> None:
+    """Re-hash one replica (on its node's queue when the node has a worker); repair it if bad."""
+    if Replica.objects.filter(pk=replica_id).exists():
+        replication.replica_verify(replica_id)
+
+
+def send_verify(replica_ids: list[tuple[int, str]]) -> None:
+    for replica_id, queue in replica_ids:
+        verify_replica.apply_async((replica_id,), queue=queue)
+
+
+def send_ingest(warc_file_ids) -> None:
+    """Send the ingest chain of these files (marked as sent, so the check does not send it twice),
+    once the transaction that registered them is committed (a worker must find their rows)."""
+    ids = list(warc_file_ids)
+    ingest.mark_sent(ids)
+
+    def send():
+        for warc_file_id in ids:
+            ingest_file.delay(warc_file_id)
+
+    transaction.on_commit(send)
+
+
+@shared_task(name="storage.check", ignore_result=True)
+def storage_check() -> None:
+    """Beat: check the nodes, send verifications of returning nodes, repairs and stalled ingests."""
+    work = replication.check_round()
+    send_verify(work["verify"])
+    for warc_file_id in work["replicate"]:
+        replicate_file.delay(warc_file_id)
+    if replication.usable_nodes().exists():
+        send_ingest(ingest.ingest_pending())
+
+
+@shared_task(name="storage.audit", ignore_result=True)
+def storage_audit() -> None:
+    """Beat: verify this round's share of the replicas (each at least every STORAGE_AUDIT_DAYS)."""
+    due = Replica.objects.filter(pk__in=replication.audit_due()).select_related("node")
+    send_verify([(replica.pk, replica.node.queue) for replica in due])

@@ -29,6 +29,7 @@ def _crawl_output_in_tmp(settings, tmp_path):
     """WARC files and crawl logs that a test makes (a job ending writes some) go to its own folder."""
     settings.HARVEST_WARC_DIR = tmp_path / "warcs"
     settings.HARVEST_SPOOL_DIR = tmp_path / "spool"
+    settings.VAR_DIR = tmp_path / "var"  # what is read from it at run time (the demo's storage nodes)
 
 
 @pytest.fixture

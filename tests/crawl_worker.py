@@ -57,6 +57,7 @@ class CrawlWorker:
     def __init__(self, environment: dict[str, str], log_dir: Path):
         self.environment = environment
         self.log_dir = log_dir
+        self.queues = QUEUES  # a test may add a storage node's own queue
         self.process: subprocess.Popen | None = None
         self.starts = 0
 
@@ -68,7 +69,7 @@ class CrawlWorker:
         self.starts += 1
         command = [
             sys.executable, "-m", "celery", "-A", "webarchive", "worker",
-            "--pool", "threads", "--concurrency", "8", "--queues", QUEUES,
+            "--pool", "threads", "--concurrency", "8", "--queues", self.queues,
             "--hostname", f"test-{uuid.uuid4().hex[:8]}@%h",
             "--without-gossip", "--without-mingle", "--loglevel", "INFO",
         ]  # fmt: skip

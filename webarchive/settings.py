@@ -76,6 +76,18 @@ HARVEST_SPOOL_DIR = Path(env("HARVEST_SPOOL_DIR", default=str(VAR_DIR / "crawl")
 # and write (empty: HARVEST_WARC_DIR only), and the time limit of one stage unit (seconds).
 DEDUP_ALLOWED_ROOTS = [Path(path) for path in env.list("DEDUP_ALLOWED_ROOTS", default=[])]
 DEDUP_UNIT_TIME_LIMIT = env.int("DEDUP_UNIT_TIME_LIMIT", default=6 * 3600)
+
+# Storage nodes (docs/storage.md): how many nodes keep each WARC file by default (a harvest
+# definition or collection may ask for more), how often each replica is re-hashed at least
+# (days) and how often the audit runs (seconds; each round takes an even share), how often nodes
+# are checked and repairs sent (seconds), and when a copy whose worker fell silent is taken over.
+STORAGE_REPLICAS = env.int("STORAGE_REPLICAS", default=2)
+STORAGE_AUDIT_DAYS = env.float("STORAGE_AUDIT_DAYS", default=30.0)
+STORAGE_AUDIT_INTERVAL = env.float("STORAGE_AUDIT_INTERVAL", default=3600.0)
+STORAGE_CHECK_INTERVAL = env.float("STORAGE_CHECK_INTERVAL", default=60.0)
+STORAGE_COPY_STALE_SECONDS = env.int("STORAGE_COPY_STALE_SECONDS", default=120)
+STORAGE_REPAIR_BATCH = env.int("STORAGE_REPAIR_BATCH", default=500)
+
 HARVEST_WARC_PREFIX = env("HARVEST_WARC_PREFIX", default="webarchive")
 HARVEST_WARC_MAX_SIZE = env.int("HARVEST_WARC_MAX_SIZE", default=1_000_000_000)
 # The crawler's name, with the page that tells webmasters who we are.
@@ -308,6 +320,8 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "harvest-launcher": {"task": "harvest.launch_due", "schedule": HARVEST_LAUNCHER_INTERVAL},
     "harvest-watchdog": {"task": "harvest.fail_stalled", "schedule": 60.0},
+    "storage-check": {"task": "storage.check", "schedule": STORAGE_CHECK_INTERVAL},
+    "storage-audit": {"task": "storage.audit", "schedule": STORAGE_AUDIT_INTERVAL},
 }
 CELERY_TIMEZONE = TIME_ZONE
 

@@ -24,7 +24,8 @@ import logging
 import tempfile
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -54,6 +55,8 @@ class Original:
     digest: str
     path: str  # its WARC file (while being written, the same name with ".open")
     offset: int
+    # Where the file's bytes are once the spool copy is gone (its replicas on storage nodes).
+    opener: Callable[[], BinaryIO] | None = field(default=None, compare=False, repr=False)
 
 
 class DedupIndex(Protocol):
@@ -210,6 +213,13 @@ def _open_record(original: Original) -> BinaryIO | None:
             stream = candidate.open("rb")
         except OSError:
             continue
+        stream.seek(original.offset)
+        return stream
+    if original.opener is not None:
+        try:
+            stream = original.opener()
+        except OSError:
+            return None
         stream.seek(original.offset)
         return stream
     return None

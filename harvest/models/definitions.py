@@ -1,6 +1,7 @@
 """Harvest definitions, the channels they run on, global traps, and the mapping from selection."""
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
@@ -97,6 +98,16 @@ class HarvestDefinition(models.Model):
         blank=True,
         validators=[validate_trap_lines],
         help_text=_("One regular expression per line, applied to every job of this definition."),
+    )
+    replica_count = models.PositiveSmallIntegerField(
+        _("replicas"),
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text=_(
+            "How many storage nodes keep each WARC file of this definition. Empty: the highest of its "
+            "collections', else the archive's default (STORAGE_REPLICAS)."
+        ),
     )
 
     # Snapshot

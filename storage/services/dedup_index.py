@@ -105,4 +105,5 @@ def _original(capture: Capture | None) -> Original | None:
         digest=capture.digest,
         path=capture.warc_file.path,
         offset=capture.offset,
+        opener=capture.warc_file.open_bytes,
     )

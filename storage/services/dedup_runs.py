@@ -26,7 +26,7 @@ from django.utils.translation import gettext as _
 
 from harvest.crawler.warc import FILE_NAME
 from storage.dedup.pipeline import DRY_RUN_STAGES, STAGES, Options, Pipeline, PipelineError
-from storage.models import Capture, DedupRun, WarcFile
+from storage.models import Capture, DedupRun, StorageEvent, WarcFile
 from storage.services.indexing import IndexConflict, warc_file_index
 from storage.warcindex import WarcReadError, archive_files
 from webarchive.permissions import ADD, CHANGE, require
@@ -517,10 +517,10 @@ def warc_file_retire(*, warc_file_id: int, user=None) -> WarcFile:
             _("Its replacement %(name)s is not registered in the archive.") % {"name": replacement.name},
             code="replacement_unregistered",
         )
-    sha256 = _file_sha256(Path(replacement.path))
+    sha256 = _file_sha256(replacement)
     if sha256 is None:
         raise ValidationError(
-            _("Its replacement %(name)s is not on disk at %(path)s.")
+            _("Its replacement %(name)s is not on disk at %(path)s nor on any storage node.")
             % {"name": replacement.name, "path": replacement.path},
             code="replacement_missing",
         )
@@ -543,15 +543,26 @@ def warc_file_retire(*, warc_file_id: int, user=None) -> WarcFile:
             _("%(path)s could not be removed: %(error)s.") % {"path": warc.path, "error": error.strerror},
             code="unlink",
         ) from error
+    for replica in warc.replicas.select_related("node"):  # its copies on the storage nodes go too
+        replica.node.backend_instance().delete(replica.relative_path)
+        replica.delete()
+        StorageEvent.objects.create(
+            kind=StorageEvent.Kind.REMOVED,
+            node=replica.node,
+            warc_file=warc,
+            user=user,
+            detail=_("Retired: replaced by %(name)s.") % {"name": replacement.name},
+        )
     return warc
 
 
-def _file_sha256(path: Path) -> str | None:
+def _file_sha256(warc: WarcFile) -> str | None:
+    """The SHA-256 of a file's bytes as they are read (from its replicas, else where it was written)."""
     try:
-        with path.open("rb") as stream:
+        with warc.open_bytes() as stream:
             digest = hashlib.sha256()
             while chunk := stream.read(HASH_CHUNK):
                 digest.update(chunk)
-    except FileNotFoundError:
+    except OSError:
         return None
     return digest.hexdigest()

@@ -264,6 +264,29 @@ def test_retiring_removes_the_bytes_and_keeps_the_row(replaced, engineer):
         warc_file_retire(warc_file_id=replaced.pk, user=engineer)
 
 
+def test_retiring_an_ingested_original_removes_its_replicas_and_reads_the_replacements(
+    replaced, engineer, tmp_path
+):
+    from storage.models import Replica, StorageEvent
+    from storage.services.ingest import ingest_advance
+    from tests.storage.storage_files import make_nodes, replica_path
+
+    make_nodes(tmp_path / "nodes", "room-1", "room-2")
+    ingest_advance(replaced.pk)
+    ingest_advance(replaced.replaced_by_id)
+    copies = [replica_path(replica) for replica in replaced.replicas.select_related("node")]
+    assert len(copies) == 2 and all(path.exists() for path in copies)
+    # Written under the crawler's spool, the replacement is on the nodes only once ingested.
+    assert not Path(replaced.replaced_by.path).exists()
+    warc_file_retire(warc_file_id=replaced.pk, user=engineer)
+    assert (
+        not any(path.exists() for path in copies) and not Replica.objects.filter(warc_file=replaced).exists()
+    )
+    removed = StorageEvent.objects.filter(warc_file=replaced, kind=StorageEvent.Kind.REMOVED)
+    assert removed.count() == 2 and removed.filter(user=engineer).count() == 2
+    assert Replica.objects.filter(warc_file=replaced.replaced_by, state=Replica.State.OK).count() == 2
+
+
 def test_a_file_without_a_replacement_is_never_retired(root, engineer):
     warc = warc_file_index(path=root / "in" / "first.warc.gz").warc_file
     with pytest.raises(ValidationError, match="no registered deduplicated replacement"):

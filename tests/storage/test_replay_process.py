@@ -303,3 +303,34 @@ def test_a_failure_to_read_the_archive_does_not_show_the_token(pywb_replay, tmp_
     assert token not in refused.text
     page = requests.get(pywb_replay.capture_url(capture.url, capture.timestamp14, "mp_"), timeout=30)
     assert token not in page.text
+
+
+def test_pywb_replays_from_the_replicas_with_a_node_offline(pywb_replay, copy_warcs, tmp_path):  # noqa: F811
+    """The files on two storage nodes only (their spool copies gone); one node offline: replay goes on."""
+    from storage.models import IngestStep
+    from storage.services.ingest import ingest_advance
+    from storage.services.replication import node_set_offline
+    from tests.storage.storage_files import make_nodes
+
+    copies = copy_warcs()
+    responses = archived_responses(copies)
+    spool = Path(django_settings.HARVEST_WARC_DIR)
+    spool.mkdir(parents=True, exist_ok=True)
+    spooled = [Path(shutil.move(path, spool / path.name)) for path in copies]
+    a, _b = make_nodes(tmp_path / "nodes", "room-1", "room-2")
+    for path in spooled:
+        warc = warc_file_index(path=path).warc_file
+        assert ingest_advance(warc.pk).ingest_step == IngestStep.CLEANED
+        assert not path.exists()
+    node_set_offline(node_id=a.pk)
+    for url, (status, body) in responses.items():
+        capture = Capture.objects.filter(url=url, record_type="response").latest("timestamp")
+        answer = requests.get(
+            pywb_replay.capture_url(url, capture.timestamp14, "id_"),
+            timeout=30,
+            allow_redirects=False,
+            headers={"Connection": "close"},
+        )
+        assert answer.status_code == status, url
+        if status == 200:
+            assert answer.content == body, url

@@ -155,6 +155,13 @@ def new_warc_file():
     )
 
 
+def new_storage_node():
+    from storage.models import StorageNode
+
+    name = f"node-{uuid.uuid4().hex[:10]}"
+    return StorageNode.objects.create(name=name, location="here", root=f"/nowhere/{name}")
+
+
 def new_warc_file_on_disk():
     from django.conf import settings
     from django.utils import timezone
@@ -447,6 +454,8 @@ ACCESS = {
     "api:job-stop": ("api-post", planning_url("api:job-stop", new_job), ENGINEERS),
     "api:warcfile-list": ("api", url("api:warcfile-list"), ARCHIVE_READERS),
     "api:warcfile-detail": ("api", planning_url("api:warcfile-detail", new_warc_file), ARCHIVE_READERS),
+    "api:storagenode-list": ("api", url("api:storagenode-list"), ENGINEERS),
+    "api:storagenode-detail": ("api", planning_url("api:storagenode-detail", new_storage_node), ENGINEERS),
     "storage:search": ("page", url("storage:search"), ARCHIVE_READERS),
     # Machine endpoints of the replay process: 401 (not a login page) without credentials.
     "cdx": ("api", lambda: reverse("cdx") + "?url=example.com", ARCHIVE_READERS),
@@ -475,6 +484,18 @@ ACCESS = {
     "storage:dedup_stop": ("post", planning_url("storage:dedup_stop", new_dedup_run), ENGINEERS),
     "storage:dedup_resume": ("post", planning_url("storage:dedup_resume", new_dedup_run), ENGINEERS),
     "storage:warcfile_retire": ("post", planning_url("storage:warcfile_retire", new_warc_file), ENGINEERS),
+    # Storage (Operations): crawl engineers only.
+    "storage:node_list": ("page", url("storage:node_list"), ENGINEERS),
+    "storage:node_add": ("page", url("storage:node_add"), ENGINEERS),
+    "storage:node_detail": ("page", planning_url("storage:node_detail", new_storage_node), ENGINEERS),
+    "storage:node_offline": ("post", planning_url("storage:node_offline", new_storage_node), ENGINEERS),
+    "storage:node_online": ("post", planning_url("storage:node_online", new_storage_node), ENGINEERS),
+    "storage:node_drain": ("post", planning_url("storage:node_drain", new_storage_node), ENGINEERS),
+    "storage:node_verify": ("post", planning_url("storage:node_verify", new_storage_node), ENGINEERS),
+    "storage:storage_events": ("page", url("storage:storage_events"), ENGINEERS),
+    "storage:storage_alerts": ("page", url("storage:storage_alerts"), ENGINEERS),
+    "storage:storage_statistics": ("page", url("storage:storage_statistics"), ENGINEERS),
+    "storage:warcfile_verify": ("post", planning_url("storage:warcfile_verify", new_warc_file), ENGINEERS),
 }
 ACCESS.update(
     {f"area[{area.value}]": ("page", lambda a=area: f"/{a.value}/", AREA_ROLES[area]) for area in Area}

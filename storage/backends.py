@@ -1,0 +1,152 @@
+"""Where a storage node keeps its bytes: the backend interface, and the one backend there is now.
+
+A backend knows how to put a file's bytes on its node safely, read them back, hash them, remove
+them and measure the node; the replication services (storage.services.replication) decide what
+goes where. :class:`DirectoryBackend` is a local or mounted directory. An S3-compatible object
+store would be a second class with the same methods (``put`` then becomes a multipart upload to
+a temporary key, verified, then copied to its final key), chosen by ``StorageNode.backend``.
+
+Writes never leave something that looks complete but is not: the bytes go to a temporary name,
+are flushed to disk, read back and hashed, and only a matching copy is renamed to its final name
+(a rename within a directory is atomic). A node's root holds a marker file naming the node, so
+that an unmounted mount point (an empty directory) or someone else's disk is not taken for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+CHUNK = 1024 * 1024
+TEMP_SUFFIX = ".copying"  # a replica being written: never served, never counted
+MARKER = ".webarchive-node"
+
+
+class NodeUnavailable(OSError):
+    """The node's storage cannot be reached (missing directory, wrong marker, I/O error)."""
+
+
+class ChecksumMismatch(OSError):
+    """What was written does not read back with the expected checksum."""
+
+
+@dataclass(frozen=True)
+class Usage:
+    capacity: int
+    free: int
+
+
+def file_sha256(stream: BinaryIO, *, on_chunk: Callable[[bytes], None] | None = None) -> tuple[str, int]:
+    """SHA-256 (hex) and size of the rest of a stream, read in 1 MiB chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    while chunk := stream.read(CHUNK):
+        digest.update(chunk)
+        size += len(chunk)
+        if on_chunk is not None:
+            on_chunk(chunk)
+    return digest.hexdigest(), size
+
+
+class DirectoryBackend:
+    """A node that is a directory (local disk or a mount): ``root/relative path``."""
+
+    def __init__(self, root: str | Path, node_name: str):
+        self.root = Path(root)
+        self.node_name = node_name
+
+    # The node as a whole
+
+    def initialise(self) -> None:
+        """Create the root and its marker (a new node); refuse a root that belongs to another node."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        marker = self.root / MARKER
+        if marker.exists():
+            owner = marker.read_text().strip()
+            if owner != self.node_name:
+                raise NodeUnavailable(f"{self.root} already belongs to storage node {owner!r}")
+            return
+        marker.write_text(self.node_name + "\n")
+
+    def check(self) -> None:
+        """Raise NodeUnavailable unless the root is there, is this node's, and is readable."""
+        try:
+            owner = (self.root / MARKER).read_text().strip()
+            os.listdir(self.root)
+        except OSError as error:
+            raise NodeUnavailable(f"{self.root}: {error.strerror or error}") from error
+        if owner != self.node_name:
+            raise NodeUnavailable(f"{self.root} is storage node {owner!r}'s, not {self.node_name!r}'s")
+
+    def usage(self) -> Usage:
+        try:
+            total, _used, free = shutil.disk_usage(self.root)
+        except OSError as error:
+            raise NodeUnavailable(f"{self.root}: {error.strerror or error}") from error
+        return Usage(capacity=total, free=free)
+
+    # Files
+
+    def path(self, relative: str) -> Path:
+        return self.root / relative
+
+    def exists(self, relative: str) -> bool:
+        return self.path(relative).is_file()
+
+    def open(self, relative: str) -> BinaryIO:
+        return self.path(relative).open("rb")
+
+    def size(self, relative: str) -> int:
+        return self.path(relative).stat().st_size
+
+    def sha256(self, relative: str) -> tuple[str, int]:
+        with self.open(relative) as stream:
+            return file_sha256(stream)
+
+    def put(self, source: BinaryIO, relative: str, *, sha256: str) -> int:
+        """Copy a stream to ``relative`` through a temporary name, verified before the rename.
+
+        Raises ChecksumMismatch (and removes the temporary file) when the bytes written do not
+        read back as ``sha256``; returns the size written.
+        """
+        final = self.path(relative)
+        temporary = final.with_name(final.name + TEMP_SUFFIX)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with temporary.open("wb") as out:
+                shutil.copyfileobj(source, out, CHUNK)
+                out.flush()
+                os.fsync(out.fileno())
+            with temporary.open("rb") as written:
+                found, size = file_sha256(written)
+            if found != sha256:
+                raise ChecksumMismatch(f"{final}: wrote {found}, expected {sha256}")
+            os.rename(temporary, final)
+            _fsync_directory(final.parent)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        return size
+
+    def delete(self, relative: str) -> None:
+        self.path(relative).unlink(missing_ok=True)
+
+    def leftovers(self) -> list[Path]:
+        """Temporary files of copies that never finished (a killed worker's)."""
+        return sorted(self.root.rglob("*" + TEMP_SUFFIX))
+
+
+def _fsync_directory(directory: Path) -> None:
+    descriptor = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+BACKENDS = {"directory": DirectoryBackend}
