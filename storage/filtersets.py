@@ -1,9 +1,10 @@
-"""Filters of the capture lists (a job's, a domain's captures)."""
+"""Filters of the capture lists (a job's, a domain's captures), of the storage's history and of the nodes."""
 
 import django_filters
 from django.utils.translation import gettext_lazy as _
 
-from storage.models import Capture
+from selection.filtersets import yes_no_filter
+from storage.models import Capture, StorageEvent, StorageNode
 
 
 class CaptureFilterSet(django_filters.FilterSet):
@@ -20,3 +21,45 @@ class CaptureFilterSet(django_filters.FilterSet):
     class Meta:
         model = Capture
         fields = ["status", "mime", "record_type"]
+
+
+class StorageEventFilterSet(django_filters.FilterSet):
+    """The storage's history by kind of event, node, file, and alerts only."""
+
+    kind = django_filters.ChoiceFilter(
+        field_name="kind", choices=StorageEvent.Kind.choices, label=_("Event"), empty_label=_("any")
+    )
+    node = django_filters.ModelChoiceFilter(
+        field_name="node",
+        queryset=StorageNode.objects.order_by("name"),
+        label=_("Node"),
+        empty_label=_("any"),
+    )
+    file = django_filters.CharFilter(
+        field_name="warc_file__name", lookup_expr="icontains", label=_("File name contains")
+    )
+    alerts = yes_no_filter(_("Alerts"), method="filter_alerts")
+
+    class Meta:
+        model = StorageEvent
+        fields = ["kind", "node", "file", "alerts"]
+
+    def filter_alerts(self, queryset, name, value):
+        if value is None:
+            return queryset
+        alerts = {"kind__in": StorageEvent.ALERTS}
+        return queryset.filter(**alerts) if value else queryset.exclude(**alerts)
+
+
+class StorageNodeFilterSet(django_filters.FilterSet):
+    """Nodes by state, location and reachability (the REST list)."""
+
+    state = django_filters.ChoiceFilter(
+        field_name="state", choices=StorageNode.State.choices, label=_("State"), empty_label=_("any")
+    )
+    location = django_filters.CharFilter(field_name="location", label=_("Location"))
+    reachable = yes_no_filter(_("Reachable"))
+
+    class Meta:
+        model = StorageNode
+        fields = ["state", "location", "reachable"]

@@ -108,3 +108,28 @@ class CaptureSearchForm(BootstrapMixin, forms.Form):
             self.data = self.data.copy()
             self.data["match"] = MatchType.PREFIX  # the choice shown is the search made
         return data
+
+
+class StorageNodeForm(BootstrapMixin, forms.Form):
+    """A new storage node; the service (node_create) checks the root and the name."""
+
+    name = forms.SlugField(
+        label=_("Name"),
+        max_length=50,
+        help_text=_("Letters, digits, - and _; its queue is storage-<name> if it has a local worker."),
+    )
+    location = forms.CharField(
+        label=_("Location"), max_length=100, help_text=_("Site or room: replicas prefer distinct locations.")
+    )
+    root = forms.CharField(
+        label=_("Root directory"),
+        max_length=1000,
+        widget=forms.TextInput(attrs={"class": "font-monospace", "spellcheck": "false"}),
+        help_text=_(
+            "An absolute path (local or mounted) that no other node uses; it is created with a marker "
+            "naming the node."
+        ),
+    )
+    local_worker = forms.BooleanField(
+        label=_("Has a local worker (its copies and audits run on its own queue)"), required=False
+    )

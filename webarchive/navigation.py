@@ -46,6 +46,7 @@ AREA_PAGES: dict[Area, list[Page]] = {
         Page(_("Running jobs"), "harvest:job_running", "harvest.job"),
         Page(_("Jobs"), "harvest:job_list", "harvest.job"),
         Page(_("Deduplication"), "storage:dedup_list", "storage.deduprun"),
+        Page(_("Storage"), "storage:node_list", "storage.storagenode"),
     ],
     Area.REPORTS: [],
     Area.ACCESS: [

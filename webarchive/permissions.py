@@ -120,6 +120,11 @@ _PLANNER = {
 _ARCHIVE_OPERATOR = {
     "storage.deduprun": (VIEW, ADD, CHANGE),
     "storage.warcfile": (VIEW, CHANGE),
+    # Storage: nodes are added, taken offline, brought back and drained (never deleted); replicas
+    # are verified on demand; the storage's history is read.
+    "storage.storagenode": (VIEW, ADD, CHANGE),
+    "storage.replica": (VIEW, CHANGE),
+    "storage.storageevent": (VIEW,),
 }
 
 # Role -> model label -> actions. Apps add their models here as they grow.

@@ -1,8 +1,8 @@
-"""REST representations of the archive's files."""
+"""REST representations of the archive's files and of the storage nodes."""
 
 from rest_framework import serializers
 
-from storage.models import WarcFile
+from storage.models import StorageNode, WarcFile
 
 
 class WarcFileSerializer(serializers.ModelSerializer):
@@ -26,5 +26,49 @@ class WarcFileSerializer(serializers.ModelSerializer):
             "is_open",
             "recovered",
             "indexed_at",
+        ]
+        read_only_fields = fields
+
+
+class StorageNodeSerializer(serializers.ModelSerializer):
+    """A storage node, its measured space and what it holds (read-only: nodes change on the pages)."""
+
+    queue = serializers.CharField(
+        read_only=True, help_text="The Celery queue of its copies and audits (storage-<name> or default)."
+    )
+    used_percent = serializers.FloatField(
+        read_only=True,
+        allow_null=True,
+        help_text="Space used, in percent of the capacity (null: not measured).",
+    )
+    replicas_ok = serializers.IntegerField(read_only=True, help_text="Replicas in state ok.")
+    replicas_not_ok = serializers.IntegerField(
+        read_only=True, help_text="Replicas copying, missing or corrupt."
+    )
+    bytes_stored = serializers.IntegerField(
+        read_only=True, help_text="Sizes of the files of its ok replicas."
+    )
+
+    class Meta:
+        model = StorageNode
+        fields = [
+            "id",
+            "name",
+            "location",
+            "backend",
+            "root",
+            "state",
+            "reachable",
+            "unreachable_reason",
+            "capacity",
+            "free",
+            "used_percent",
+            "measured_at",
+            "local_worker",
+            "queue",
+            "replicas_ok",
+            "replicas_not_ok",
+            "bytes_stored",
+            "created_at",
         ]
         read_only_fields = fields

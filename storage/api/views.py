@@ -1,6 +1,9 @@
-"""REST endpoints of the archive: its files. Captures are served by the CDX API (``/cdx``)."""
+"""REST endpoints of the archive: its files, and the storage nodes (crawl engineers). Captures are
+served by the CDX API (``/cdx``)."""
 
-from storage.api.serializers import WarcFileSerializer
+from storage import selectors_storage
+from storage.api.serializers import StorageNodeSerializer, WarcFileSerializer
+from storage.filtersets import StorageNodeFilterSet
 from storage.models import WarcFile
 from webarchive.api.viewsets import ReadOnlyViewSet
 from webarchive.permissions import Area
@@ -13,3 +16,12 @@ class WarcFileViewSet(ReadOnlyViewSet):
     queryset = WarcFile.objects.all()
     serializer_class = WarcFileSerializer
     filterset_fields = ["job", "origin", "name", "recovered"]
+
+
+class StorageNodeViewSet(ReadOnlyViewSet):
+    """Storage nodes: state, reachability, capacity and free space, replicas ok and not, bytes stored."""
+
+    area = Area.OPERATIONS
+    queryset = selectors_storage.nodes_with_counts()
+    serializer_class = StorageNodeSerializer
+    filterset_class = StorageNodeFilterSet

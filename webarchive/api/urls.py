@@ -7,7 +7,7 @@ from harvest.api import jobs as harvest_jobs
 from harvest.api import views as harvest
 from harvest.api.feed import CrawlFeedView
 from selection.api.views import CollectionViewSet, CompatibilityRuleViewSet, RecordViewSet, ThemeViewSet
-from storage.api.views import WarcFileViewSet
+from storage.api.views import StorageNodeViewSet, WarcFileViewSet
 from webarchive.api.views import ObtainTokenView
 
 app_name = "api"
@@ -31,6 +31,7 @@ router.register("transfers", harvest.TransferViewSet)
 router.register("jobs", harvest_jobs.JobViewSet)
 router.register("harvest-infos", harvest_jobs.HarvestInfoViewSet)
 router.register("warc-files", WarcFileViewSet)
+router.register("storage-nodes", StorageNodeViewSet)
 
 urlpatterns = [
     path("auth/token/", ObtainTokenView.as_view(), name="token"),
