@@ -50,3 +50,15 @@ def test_demo_plans_a_harvest_of_the_test_website():
     assert DomainConfiguration.objects.count() == configurations
     second_run = TransferReport.objects.order_by("pk")[first_run:]
     assert second_run and all(r.created == r.updated == r.detached == 0 for r in second_run)
+
+
+def test_demo_has_two_storage_nodes_in_two_locations(settings):
+    from storage.models import StorageNode
+
+    call_command("demo", stdout=StringIO())
+    call_command("demo", stdout=StringIO())
+    nodes = list(StorageNode.objects.all())
+    assert len(nodes) == 2 and len({node.location for node in nodes}) == 2
+    for node in nodes:
+        assert node.reachable and node.state == StorageNode.State.ONLINE
+        assert str(settings.VAR_DIR) in node.root

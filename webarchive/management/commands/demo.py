@@ -1,8 +1,10 @@
 """Demo data: users for each role, collections, records and their planning. Safe to run again."""
 
 import os
+from pathlib import Path
 
 from django.apps import apps as django_apps
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
@@ -63,6 +65,9 @@ DEMO_COLLECTIONS = [
         ["Test pages"],
     ),
 ]
+
+
+DEMO_NODES = [("node-1", "Building A"), ("node-2", "Building B")]
 
 
 def testsite_url() -> str:
@@ -192,11 +197,22 @@ class Command(BaseCommand):
                 record_set_status(record=record, user=curator, status=status)
 
         self._planning(collections, curator)
+        self._storage(users["engineer"])
 
         self.stdout.write(self.style.SUCCESS("Demo data loaded. Demo logins (user / password / role):"))
         for username, roles, superuser, _first, _last in DEMO_USERS:
             role = ", ".join(str(r.label) for r in roles) or ("Administrator" if superuser else "—")
             self.stdout.write(f"  {username:<10} {demo_password(username):<16} {role}")
+
+    def _storage(self, engineer):
+        """Two storage nodes in two "buildings" under var/storage: every WARC file gets two replicas."""
+        from storage.models import StorageNode
+        from storage.services.replication import node_create
+
+        for name, location in DEMO_NODES:
+            if not StorageNode.objects.filter(name=name).exists():
+                root = Path(settings.VAR_DIR) / "storage" / name
+                node_create(name=name, location=location, root=str(root), user=engineer)
 
     def _planning(self, collections, curator):
         """Schedules, harvest definitions mapped from the collections, a snapshot, and the transfer."""
