@@ -1,4 +1,5 @@
-"""The access benchmarks (benchmarks/indexing.py, cdx_lookup.py) run at a tiny size: counts, never time."""
+"""The storage app's benchmarks (benchmarks/indexing.py, cdx_lookup.py, dedup.py, storage.py) run at a
+tiny size: counts, never time."""
 
 from __future__ import annotations
 
@@ -239,3 +240,42 @@ def test_dedup_benchmark_builds_recrawls_and_validates_the_pipeline_output(tmp_p
     assert records // 4 < found < records
     assert list(tmp_path.rglob("*.warc.gz"))  # kept for the next run
     assert not (tmp_path / "output").exists()
+
+
+# benchmarks/storage.py -----------------------------------------------------------------------------
+
+
+def test_storage_benchmark_replicates_and_audits_against_cp_and_sha256sum(db, tmp_path):
+    if ON_POSTGRESQL:
+        name = f"bench_storage_test_{os.getpid()}"
+        database = ["--database-url", _url(name)]
+    else:
+        database = []  # a new SQLite file in its temporary directory
+    work = tmp_path / "work"
+
+    done = _run(
+        BENCHMARKS / "storage.py", "--smoke", "--data", str(tmp_path / "data"), "--work", str(work), *database
+    )
+
+    assert done.returncode == 0, done.stderr
+    report = done.stdout
+    assert report.startswith("## Storage: replication and audit against cp and sha256sum")
+    for measured in (
+        "`cp` to 2 directories, `sync` (copy, unverified)",
+        "`cp` to 2 directories, `sync`, `sha256sum -c` of the copies (**peer**: verified copy)",
+        "`file_replicate` of every file (**ours**: 2 nodes)",
+        "`sha256sum -c` of the replicas (**peer**)",
+        "`replica_verify` of every replica (**ours**)",
+    ):
+        assert f"| {measured} | " in report
+    # Two replicas of each generated file were written, and the audit found every one of them good.
+    files = len(list((tmp_path / "data").rglob("*.warc.gz")))
+    assert files >= 2
+    assert f"- data: {files} WARC files," in report
+    assert (
+        f"- replicas written by file_replicate: {2 * files}; replica_verify found: {2 * files} ok" in report
+    )
+    # The nodes, the copies and the database were the script's own, and are gone.
+    assert list(work.iterdir()) == []
+    if ON_POSTGRESQL:
+        assert not _database_exists(name)
