@@ -262,7 +262,9 @@ def load(captures: int, *, reload: bool, log) -> dict:
             )
         if reload or asked is None:
             log("Emptying the capture index")
-            cursor.execute("TRUNCATE storage_capture, storage_warcfile, bench_cdx_load RESTART IDENTITY CASCADE")
+            cursor.execute(
+                "TRUNCATE storage_capture, storage_warcfile, bench_cdx_load RESTART IDENTITY CASCADE"
+            )
             _note(cursor, "captures", captures)
             done, indexed = 0, False
         if indexed:

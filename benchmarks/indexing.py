@@ -241,8 +241,10 @@ def empty_index() -> None:
             with contextlib.suppress(Exception):  # write the dirty pages now, not during the next run
                 cursor.execute("CHECKPOINT")
         else:
-            for table in ("storage_capture", "storage_storageevent", "storage_replica", "storage_warcfile"):
-                cursor.execute(f"DELETE FROM {table}")
+            cursor.execute("DELETE FROM storage_capture")
+            cursor.execute("DELETE FROM storage_storageevent")
+            cursor.execute("DELETE FROM storage_replica")
+            cursor.execute("DELETE FROM storage_warcfile")
 
 
 def cdxj_fields(path: Path) -> list[tuple]:
