@@ -43,6 +43,22 @@ def crawl_site(self, entry_id: int) -> str:
     return run_site_crawl(entry_id, redelivered=redelivered)
 
 
+@shared_task(
+    name="harvest.compute_statistics",
+    ignore_result=True,
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=10,
+    max_retries=5,
+    time_limit=3600,
+)
+def compute_statistics(job_id: int) -> None:
+    """Compute (again) the statistics of an ended job (idempotent: they are replaced)."""
+    from harvest.services.statistics import job_statistics_compute
+
+    job_statistics_compute(job_id=job_id)
+
+
 @shared_task(name="harvest.fail_stalled", ignore_result=True, time_limit=600)
 def fail_stalled_task() -> list[int]:
     """Fail the started jobs that have made no progress while their queue's workers are gone."""

@@ -88,6 +88,10 @@ STORAGE_CHECK_INTERVAL = env.float("STORAGE_CHECK_INTERVAL", default=60.0)
 STORAGE_COPY_STALE_SECONDS = env.int("STORAGE_COPY_STALE_SECONDS", default=120)
 STORAGE_REPAIR_BATCH = env.int("STORAGE_REPAIR_BATCH", default=500)
 
+# Reports (docs/reports.md): the bounds of the domain size classes, in URLs collected per domain
+# ("10,10000": fewer than 10, 10 to 10,000, more than 10,000).
+REPORT_SIZE_CLASSES = sorted(env.list("REPORT_SIZE_CLASSES", cast=int, default=[10, 10000]))
+
 HARVEST_WARC_PREFIX = env("HARVEST_WARC_PREFIX", default="webarchive")
 HARVEST_WARC_MAX_SIZE = env.int("HARVEST_WARC_MAX_SIZE", default=1_000_000_000)
 # The crawler's name, with the page that tells webmasters who we are.
@@ -115,6 +119,10 @@ HARVEST_TRAP_CALENDAR_YEARS_AHEAD = env.int("HARVEST_TRAP_CALENDAR_YEARS_AHEAD",
 HARVEST_PROGRESS_INTERVAL = env.float("HARVEST_PROGRESS_INTERVAL", default=2.0)
 # A started job none of whose sites has made progress for this long is failed.
 HARVEST_STALL_SECONDS = env.int("HARVEST_STALL_SECONDS", default=900)
+# The curators' quality view of a job (docs/quality.md): a site is flagged for "many errors" when its
+# errors are more than this share of its URLs, and for "few URLs" when it ended with fewer than this.
+REPORT_ERROR_SHARE = env.float("REPORT_ERROR_SHARE", default=0.2)
+REPORT_FEW_URLS = env.int("REPORT_FEW_URLS", default=10)
 
 # Access: replay in pywb, its own process (``manage.py replay``; docs/access.md). REPLAY_URL is where
 # readers' browsers reach it; WEBARCHIVE_URL is where pywb reaches this application (CDX API, WARC
@@ -292,6 +300,7 @@ SPECTACULAR_SETTINGS = {
         "DepthEnum": "selection.choices.Depth",
         "RecordStatusEnum": "selection.choices.RecordStatus",
         "JobStatusEnum": "harvest.choices.JobStatus",
+        "HarvestKindEnum": "harvest.choices.HarvestKind",
     },
 }
 

@@ -166,6 +166,9 @@ class SiteCrawl:
         self.bytes = 0
         self.errors = 0  # URLs without a response, and 4xx/5xx answers
         self.status_counts: Counter[int] = Counter()
+        self.status_bytes: Counter[int] = Counter()
+        self.mime_counts: Counter[str] = Counter()  # stored answers by MIME type, for the statistics
+        self.mime_bytes: Counter[str] = Counter()
         self.external_links: Counter[str] = Counter()
         self.external_total = 0
         self.trapped = 0
@@ -272,6 +275,10 @@ class SiteCrawl:
             "duplicate_bytes": self.duplicate_bytes,
             "collisions": self.collisions,
             "status_codes": {str(code): count for code, count in sorted(self.status_counts.items())},
+            "status_bytes": {str(code): size for code, size in sorted(self.status_bytes.items())},
+            "mime_types": {
+                mime: [count, self.mime_bytes[mime]] for mime, count in sorted(self.mime_counts.items())
+            },
             "external_links": self.external_total,
             "seconds": round(time.time() - self.started, 3),
         }
@@ -415,7 +422,7 @@ class SiteCrawl:
             else:
                 written = self.writer.write_exchange(exchange, digest_algorithm=self.session.digest_algorithm)
                 self._remember(exchange, written)
-        self._count(exchange, saved=saved)
+        self._count(exchange, saved=saved, mime=exchange.content_type)
         self._log(
             candidate,
             when=exchange.started_at,
@@ -502,7 +509,7 @@ class SiteCrawl:
             headers=freshened_headers(stored, exchange),
         )
         self.writer.write_revisit(exchange, profile=SERVER_NOT_MODIFIED, original=previous, head=head)
-        self._count(exchange, saved=stored.body_length)
+        self._count(exchange, saved=stored.body_length, mime=stored.content_type)
         self._log(
             candidate,
             when=exchange.started_at,
@@ -514,12 +521,15 @@ class SiteCrawl:
             annotations=["duplicate:server-not-modified"],
         )
 
-    def _count(self, exchange: Exchange, *, saved: int | None) -> None:
+    def _count(self, exchange: Exchange, *, saved: int | None, mime: str) -> None:
         """Count a stored answer; ``saved``: the payload bytes a revisit did not store again."""
         with self._lock:
             self.urls_done += 1
             self.bytes += exchange.body_length
             self.status_counts[exchange.status] += 1
+            self.status_bytes[exchange.status] += exchange.body_length
+            self.mime_counts[mime] += 1
+            self.mime_bytes[mime] += exchange.body_length
             if exchange.status >= 400:
                 self.errors += 1
             if saved is not None:

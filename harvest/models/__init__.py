@@ -11,12 +11,14 @@ from harvest.models.definitions import (
 from harvest.models.domains import UNLIMITED, Domain, DomainConfiguration, SeedList
 from harvest.models.jobs import ExternalLink, HarvestInfo, HarvestRun, Job, JobConfiguration
 from harvest.models.schedules import Schedule
+from harvest.models.statistics import Dimension, JobStatistics, StatisticLine
 from harvest.models.templates import HarvestTemplate
 
 __all__ = [
     "UNLIMITED",
     "BudgetMapping",
     "CollectionMapping",
+    "Dimension",
     "Domain",
     "DomainConfiguration",
     "ExternalLink",
@@ -28,7 +30,9 @@ __all__ = [
     "HarvestTemplate",
     "Job",
     "JobConfiguration",
+    "JobStatistics",
     "Schedule",
     "SeedList",
+    "StatisticLine",
     "TransferReport",
 ]

@@ -9,6 +9,7 @@ from django.utils.translation import gettext as _
 
 from harvest.choices import JobStatus
 from harvest.models import DomainConfiguration, HarvestInfo, Job, JobConfiguration
+from harvest.services.statistics import send_job_statistics
 from webarchive.history import save_as
 from webarchive.permissions import CHANGE, require
 
@@ -53,6 +54,8 @@ def job_transition(*, job: Job, status: str, user=None, error: str = "") -> Job:
         job.ended_at = now
         job.errors = "\n".join(filter(None, [job.errors, error]))
     save_as(job, user)
+    if status in (JobStatus.DONE, JobStatus.FAILED):
+        send_job_statistics(job.pk)
     return job
 
 

@@ -1,0 +1,38 @@
+"""manage.py compute_statistics: compute the statistics of ended jobs again (docs/reports.md)."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from harvest.models import Job
+from harvest.services.statistics import job_statistics_compute
+
+
+class Command(BaseCommand):
+    help = (
+        "Compute the statistics of ended jobs again (they are computed when a job ends): the given jobs,"
+        " the jobs of a year, or all ended jobs."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("jobs", nargs="*", type=int, metavar="JOB", help="job ids")
+        parser.add_argument("--year", type=int, help="every job that ended in this year")
+        parser.add_argument("--all", action="store_true", help="every ended job")
+
+    def handle(self, *args, jobs, year, all, **options):
+        if bool(jobs) + bool(year) + bool(all) != 1:
+            raise CommandError("Give job ids, --year YEAR or --all (one of them).")
+        ended = Job.objects.filter(ended_at__isnull=False)
+        if jobs:
+            found = set(Job.objects.filter(pk__in=jobs).values_list("pk", flat=True))
+            if missing := sorted(set(jobs) - found):
+                raise CommandError(f"No job with id {', '.join(map(str, missing))}.")
+            open_jobs = sorted(set(jobs) - set(ended.filter(pk__in=jobs).values_list("pk", flat=True)))
+            if open_jobs:
+                raise CommandError(f"Job {', '.join(map(str, open_jobs))} has not ended: no statistics yet.")
+            ended = ended.filter(pk__in=jobs)
+        elif year:
+            ended = ended.filter(ended_at__year=year)
+        count = 0
+        for job_id in ended.order_by("pk").values_list("pk", flat=True).iterator():
+            job_statistics_compute(job_id=job_id)
+            count += 1
+        self.stdout.write(f"Statistics computed for {count} job(s).")

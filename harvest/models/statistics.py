@@ -1,0 +1,104 @@
+"""Statistics of what each job collected, computed when it ends (harvest.services.statistics).
+
+Reports and exports read these rows, never the WARC files nor the capture index: one
+:class:`JobStatistics` row for the whole job (``collection`` empty) and one for the share of its
+sites selected in each collection, each with its distributions as :class:`StatisticLine` rows
+(URLs, bytes and domains for one value of one dimension). Sums over jobs (per harvest
+definition, run, collection, year, kind of crawl) are then one grouped query.
+"""
+
+from django.db import models
+from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
+
+from harvest.choices import HarvestKind
+from harvest.models.definitions import HarvestDefinition
+from harvest.models.jobs import HarvestRun, Job
+
+
+class Dimension(models.TextChoices):
+    """What a distribution counts by."""
+
+    MIME_FAMILY = "mime-family", _("MIME type family")
+    MIME = "mime", _("MIME type")
+    STATUS_CLASS = "status-class", _("HTTP status class")
+    STATUS = "status", _("HTTP status code")
+    TLD = "tld", _("Top-level domain")
+    SIZE_CLASS = "size-class", _("Domain size class")
+    STOP_REASON = "stop-reason", _("Stop reason")
+    SEED_SOURCE = "seed-source", _("Seed source")
+
+
+class JobStatistics(models.Model):
+    """What one job collected (or the share of it selected in one collection): its totals."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="statistics", verbose_name=_("job"))
+    collection = models.ForeignKey(
+        "selection.Collection",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="job_statistics",
+        verbose_name=_("collection"),
+        help_text=_("Empty: the whole job. Otherwise the sites of the job selected in this collection."),
+    )
+    # Copied from the job, so that reports filter and group without joins.
+    harvest_definition = models.ForeignKey(
+        HarvestDefinition, on_delete=models.PROTECT, related_name="+", verbose_name=_("harvest definition")
+    )
+    run = models.ForeignKey(HarvestRun, on_delete=models.PROTECT, related_name="+", verbose_name=_("run"))
+    kind = models.CharField(_("kind of crawl"), max_length=10, choices=HarvestKind)
+    ended_at = models.DateTimeField(_("ended at"))
+    year = models.PositiveSmallIntegerField(_("year"))
+    urls = models.BigIntegerField(_("URLs"), default=0)
+    bytes = models.BigIntegerField(_("bytes"), default=0)
+    duplicate_urls = models.BigIntegerField(_("deduplicated URLs"), default=0)
+    duplicate_bytes = models.BigIntegerField(_("deduplicated bytes"), default=0)
+    errors = models.BigIntegerField(_("errors"), default=0)
+    domains = models.BigIntegerField(_("domains harvested"), default=0)
+    sites = models.BigIntegerField(_("site crawls"), default=0)
+    budget_stopped = models.BigIntegerField(_("domains cut by their budget"), default=0)
+    duration_seconds = models.BigIntegerField(_("duration (s)"), default=0)
+    computed_at = models.DateTimeField(_("computed at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("job statistics")
+        verbose_name_plural = _("job statistics")
+        ordering = ["-ended_at", "job_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job"], condition=Q(collection__isnull=True), name="job_statistics_one_whole"
+            ),
+            models.UniqueConstraint(fields=["job", "collection"], name="job_statistics_one_per_collection"),
+        ]
+        indexes = [models.Index(fields=["year", "kind"], name="job_statistics_year_kind")]
+
+    def __str__(self):
+        return f"{self.job} {self.collection or ''}".strip()
+
+    @property
+    def new_bytes(self) -> int:
+        return self.bytes - self.duplicate_bytes
+
+
+class StatisticLine(models.Model):
+    """URLs, bytes and domains of one value of one dimension (a MIME type, a status code, …)."""
+
+    statistics = models.ForeignKey(
+        JobStatistics, on_delete=models.CASCADE, related_name="lines", verbose_name=_("statistics")
+    )
+    dimension = models.CharField(_("dimension"), max_length=20, choices=Dimension)
+    key = models.CharField(_("value"), max_length=255)
+    urls = models.BigIntegerField(_("URLs"), default=0)
+    bytes = models.BigIntegerField(_("bytes"), default=0)
+    domains = models.BigIntegerField(_("domains"), default=0)
+
+    class Meta:
+        verbose_name = _("statistic line")
+        verbose_name_plural = _("statistic lines")
+        constraints = [
+            models.UniqueConstraint(fields=["statistics", "dimension", "key"], name="statistic_line_unique"),
+        ]
+
+    def __str__(self):
+        return f"{self.dimension}={self.key}: {self.urls}"
