@@ -16,6 +16,7 @@ from harvest.models import (
     HarvestTemplate,
     Job,
     JobConfiguration,
+    JobStatistics,
     Schedule,
     SeedList,
     TransferReport,
@@ -168,3 +169,64 @@ class SiteCrawlFilterSet(django_filters.FilterSet):
         if self.form.cleaned_data.get("domain"):
             self.form.cleaned_data["domain"] = self.form.cleaned_data["domain"].strip().lower()
         return super().filter_queryset(queryset)
+
+
+class StatisticsFilterSet(django_filters.FilterSet):
+    """Job statistics by period, harvest definition, collection and kind of crawl (reports, API, CSV).
+
+    Without a collection, the rows are whole jobs; with one, the shares of the jobs' sites
+    selected in that collection.
+    """
+
+    year = django_filters.NumberFilter(field_name="year", label=_("Year"), min_value=1990, max_value=9999)
+    ended_after = django_filters.DateFilter(
+        field_name="ended_at", lookup_expr="date__gte", label=_("Ended from")
+    )
+    ended_before = django_filters.DateFilter(
+        field_name="ended_at", lookup_expr="date__lte", label=_("Ended until")
+    )
+    harvest_definition = django_filters.ModelChoiceFilter(
+        queryset=HarvestDefinition.objects.order_by("name"),
+        label=_("Harvest definition"),
+        empty_label=_("any"),
+    )
+    collection = django_filters.ModelChoiceFilter(
+        queryset=Collection.objects.order_by("name"),
+        label=_("Collection"),
+        empty_label=_("any (whole jobs)"),
+    )
+    kind = django_filters.ChoiceFilter(
+        choices=HarvestKind.choices, label=_("Kind of crawl"), empty_label=_("any")
+    )
+    run = django_filters.NumberFilter(field_name="run__number", label=_("Run"), min_value=1)
+    job = django_filters.NumberFilter(field_name="job", label=_("Job"), min_value=1)
+
+    class Meta:
+        model = JobStatistics
+        fields = [
+            "year",
+            "ended_after",
+            "ended_before",
+            "harvest_definition",
+            "collection",
+            "kind",
+            "run",
+            "job",
+        ]
+
+    def __init__(self, *args, by_collection: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.by_collection = by_collection  # every collection's share instead of whole jobs
+
+    def filter_queryset(self, queryset):
+        queryset = super().filter_queryset(queryset)
+        if self.form.cleaned_data.get("collection") is None:
+            queryset = queryset.filter(collection__isnull=not self.by_collection)
+        return queryset
+
+    def error_text(self) -> str:
+        """The form's errors in one line, each after its field's label."""
+        return "; ".join(
+            f"{self.form.fields[name].label if name in self.form.fields else name}: {' '.join(errors)}"
+            for name, errors in self.errors.items()
+        )

@@ -16,6 +16,7 @@ urlpatterns = [
     path("selection/", include("selection.urls")),
     path("harvest/", include("harvest.urls")),
     path("access/", include("storage.urls")),
+    path("reports/", include("harvest.views.reports")),
     # What the replay process reads (machine endpoints: 401, not the login page).
     path("cdx", replay_endpoints.cdx, name="cdx"),
     path("warcs/<path:filename>", replay_endpoints.warc_bytes, name="warc_bytes"),

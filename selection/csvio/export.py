@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from django.utils import timezone
 
@@ -62,9 +62,14 @@ class _Echo:
 
 def records_csv_stream(queryset, *, rows_per_chunk: int = 100) -> Iterator[str]:
     """The CSV text of :func:`records_csv_rows`, BOM first, a few rows per chunk, for streaming."""
+    return csv_stream(records_csv_rows(queryset), rows_per_chunk=rows_per_chunk)
+
+
+def csv_stream(rows: Iterable[list], *, rows_per_chunk: int = 100) -> Iterator[str]:
+    """CSV text of rows (the first is the header), BOM first, a few rows per chunk, for streaming."""
     writer = csv.writer(_Echo(), lineterminator="\r\n")
     chunk = [BOM]
-    for row in records_csv_rows(queryset):
+    for row in rows:
         chunk.append(writer.writerow(row))
         if len(chunk) >= rows_per_chunk:
             yield "".join(chunk)

@@ -6,6 +6,7 @@ from rest_framework.routers import DefaultRouter
 from harvest.api import jobs as harvest_jobs
 from harvest.api import views as harvest
 from harvest.api.feed import CrawlFeedView
+from harvest.api.statistics import StatisticsViewSet
 from selection.api.views import CollectionViewSet, CompatibilityRuleViewSet, RecordViewSet, ThemeViewSet
 from storage.api.views import StorageNodeViewSet, WarcFileViewSet
 from webarchive.api.views import ObtainTokenView
@@ -32,6 +33,7 @@ router.register("jobs", harvest_jobs.JobViewSet)
 router.register("harvest-infos", harvest_jobs.HarvestInfoViewSet)
 router.register("warc-files", WarcFileViewSet)
 router.register("storage-nodes", StorageNodeViewSet)
+router.register("statistics", StatisticsViewSet)
 
 urlpatterns = [
     path("auth/token/", ObtainTokenView.as_view(), name="token"),

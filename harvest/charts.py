@@ -1,0 +1,116 @@
+"""Charts of the reports, drawn on the server by matplotlib as inline SVG.
+
+No JavaScript and no CDN: a chart is part of the page, readable in a closed reading room and
+printed as it is shown. Text stays text in the SVG (searchable, selectable, sharp when printed);
+every chart on a page is followed by its numbers as a table (for screen readers and for the CSV).
+Figures are made with the object API (no pyplot, whose global state is not thread-safe).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+
+import matplotlib
+from matplotlib.backends.backend_svg import FigureCanvasSVG
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+# Colours that print apart in grey too (Okabe-Ito, for colour-blind readers).
+COLOURS = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#F0E442", "#000000"]
+STYLE = {
+    "svg.fonttype": "none",
+    "font.family": "sans-serif",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "svg.hashsalt": "webarchive",  # the same chart, the same SVG (ids do not change between requests)
+}
+COUNT_UNIT = ""  # counts (URLs, domains) have no unit
+MAX_SLICES = 7  # beyond this, a pie's smallest slices are summed as "other"
+
+
+def human(value: float, unit: str = "") -> str:
+    """1234567 -> "1.2 M" (bytes: "1.2 MB"): the axis labels."""
+    for size, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}".strip()
+
+
+def _svg(figure: Figure, title: str) -> str:
+    buffer = io.StringIO()
+    with matplotlib.rc_context(STYLE):
+        FigureCanvasSVG(figure).print_svg(buffer, metadata={"Date": None, "Title": title})
+    svg = buffer.getvalue()
+    svg = svg[svg.index("<svg") :]  # inline: no XML declaration nor doctype
+    return svg.replace("<svg ", f'<svg role="img" aria-label="{_attribute(title)}" class="report-chart" ', 1)
+
+
+def _attribute(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+
+
+def _figure(height: float = 3.0) -> Figure:
+    with matplotlib.rc_context(STYLE):
+        return Figure(figsize=(6.4, height), layout="constrained")
+
+
+def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str, unit: str = "") -> str:
+    """Horizontal bars, largest first as given: long labels (domains, MIME types) stay readable."""
+    with matplotlib.rc_context(STYLE):
+        figure = _figure(height=max(1.6, 0.32 * len(labels) + 0.8))
+        axes = figure.add_subplot()
+        positions = range(len(labels))
+        axes.barh(positions, values, color=COLOURS[0])
+        axes.set_yticks(list(positions), labels=[str(label) for label in labels])
+        axes.invert_yaxis()
+        axes.xaxis.set_major_formatter(FuncFormatter(lambda value, _pos: human(value, unit)))
+        for position, value in zip(positions, values, strict=True):
+            axes.annotate(
+                human(value, unit), (value, position), xytext=(3, 0), textcoords="offset points", va="center"
+            )
+        axes.set_title(title, loc="left")
+        return _svg(figure, title)
+
+
+def pie_chart(labels: Sequence[str], values: Sequence[float], *, title: str, other: str = "other") -> str:
+    """Shares of a whole (MIME families, seed sources); the smallest slices beyond seven are summed."""
+    pairs = sorted(zip(labels, values, strict=True), key=lambda pair: -pair[1])
+    if len(pairs) > MAX_SLICES:
+        pairs = [*pairs[: MAX_SLICES - 1], (other, sum(value for _label, value in pairs[MAX_SLICES - 1 :]))]
+    pairs = [(label, value) for label, value in pairs if value > 0]
+    with matplotlib.rc_context(STYLE):
+        figure = _figure()
+        axes = figure.add_subplot()
+        if pairs:
+            axes.pie(
+                [value for _label, value in pairs],
+                labels=[str(label) for label, _value in pairs],
+                colors=COLOURS[: len(pairs)],
+                autopct=lambda share: f"{share:.0f} %" if share >= 3 else "",
+                startangle=90,
+                counterclock=False,
+                wedgeprops={"linewidth": 1, "edgecolor": "white"},
+            )
+        axes.set_aspect("equal")
+        axes.set_title(title, loc="left")
+        return _svg(figure, title)
+
+
+def line_chart(
+    labels: Sequence[str], series: dict[str, Sequence[float]], *, title: str, unit: str = ""
+) -> str:
+    """One line per series over ordered labels (years, months): the trend."""
+    with matplotlib.rc_context(STYLE):
+        figure = _figure()
+        axes = figure.add_subplot()
+        for number, (name, values) in enumerate(series.items()):
+            colour = COLOURS[number % len(COLOURS)]
+            axes.plot(list(labels), list(values), marker="o", color=colour, label=name)
+        axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _pos: human(value, unit)))
+        axes.set_ylim(bottom=0)
+        if len(series) > 1:
+            axes.legend(frameon=False)
+        axes.set_title(title, loc="left")
+        return _svg(figure, title)

@@ -1,0 +1,347 @@
+"""The Reports area: the manager dashboard, the statistics tables with their CSV, comparisons.
+
+Everything here reads stored job statistics (harvest.models.statistics), never WARC files.
+A table's CSV is the same view with ``export=csv``: the same filters, the same rows, streamed.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.http import HttpResponse, StreamingHttpResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.http import urlencode
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.generic import TemplateView
+
+from harvest import charts
+from harvest import selectors_statistics as stats
+from harvest.filtersets import StatisticsFilterSet
+from harvest.models import Dimension, HarvestDefinition, JobStatistics
+from harvest.reports import TABLE_CHOICES, TABLES, ReportTable, report_table
+from selection.csvio.export import csv_stream
+from webarchive.forms import add_bootstrap_classes
+from webarchive.permissions import VIEW, Area
+from webarchive.views import AreaRequiredMixin
+
+# What the dashboard draws: (table, chart kind, the column drawn, how many rows at most).
+DASHBOARD_CHARTS = [
+    ("mime-family", "pie", "urls", 8),
+    ("status-class", "bar", "urls", 8),
+    ("tld", "bar", "urls", 10),
+    ("size-class", "bar", "domains", 10),
+    ("seed-source", "pie", "urls", 8),
+    ("by-kind", "bar", "bytes", 4),
+    ("stop-reason", "bar", "domains", 10),
+    ("top-domains-bytes", "bar", "bytes", 10),
+]
+
+
+class ReportsMixin(AreaRequiredMixin):
+    area = Area.REPORTS
+    model_permission = (VIEW, JobStatistics)
+
+
+def csv_response(rows, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(csv_stream(rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def invalid_filters(filterset: StatisticsFilterSet) -> HttpResponse:
+    # Exporting everything instead of what was asked for would be worse than nothing.
+    return HttpResponse(
+        _("The filters are not valid, nothing was exported: %(problems)s")
+        % {"problems": filterset.error_text()},
+        status=400,
+        content_type="text/plain; charset=utf-8",
+    )
+
+
+class TableChoiceForm(forms.Form):
+    table = forms.ChoiceField(
+        choices=TABLE_CHOICES, initial="by-year", label=gettext_lazy("Table"), required=False
+    )
+
+
+class StatisticsView(ReportsMixin, TemplateView):
+    """Any statistic, filtered by period, harvest definition, collection and kind; CSV of the same."""
+
+    template_name = "harvest/reports_statistics.html"
+
+    def get(self, request, *args, **kwargs):
+        choice = TableChoiceForm(request.GET)
+        add_bootstrap_classes(choice, small=True)
+        self.table_name = (choice.is_valid() and choice.cleaned_data["table"]) or "by-year"
+        self.filterset = StatisticsFilterSet(
+            request.GET,
+            queryset=JobStatistics.objects.all(),
+            by_collection=self.table_name == "by-collection",
+        )
+        add_bootstrap_classes(self.filterset.form, small=True)
+        self.choice = choice
+        if request.GET.get("export") == "csv":
+            if not choice.is_valid() or not self.filterset.is_valid():
+                if not choice.is_valid():
+                    return HttpResponse(
+                        _("Unknown table: nothing was exported."),
+                        status=400,
+                        content_type="text/plain; charset=utf-8",
+                    )
+                return invalid_filters(self.filterset)
+            table = report_table(self.table_name, self.filterset.qs)
+            stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
+            return csv_response(table.csv_rows(), f"statistics-{self.table_name}-{stamp}.csv")
+        return super().get(request, *args, **kwargs)
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        valid = self.choice.is_valid() and self.filterset.is_valid()
+        table = report_table(self.table_name, self.filterset.qs) if valid else None
+        query = self.request.GET.copy()
+        query["export"] = "csv"
+        query["table"] = self.table_name
+        context.update(
+            {
+                "filterset": self.filterset,
+                "choice": self.choice,
+                "table": table,
+                "totals": stats.totals(self.filterset.qs) if valid else None,
+                "csv_url": f"{self.request.path}?{query.urlencode()}",
+            }
+        )
+        return context
+
+
+class YearForm(forms.Form):
+    year = forms.IntegerField(min_value=1990, max_value=9999, required=False, label=gettext_lazy("Year"))
+
+
+def statistics_url(table: str, **filters) -> str:
+    query = {"table": table, **{name: value for name, value in filters.items() if value not in (None, "")}}
+    return f"{reverse('reports:statistics')}?{urlencode(query)}"
+
+
+class DashboardView(ReportsMixin, TemplateView):
+    """The year's totals against last year's, their trend, and charts of the distributions."""
+
+    template_name = "harvest/reports_dashboard.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        form = YearForm(self.request.GET)
+        add_bootstrap_classes(form, small=True)
+        years = stats.years()
+        year = form.cleaned_data.get("year") if form.is_valid() else None
+        year = year or (years[0] if years else timezone.localtime().year)
+        whole = JobStatistics.objects.filter(collection__isnull=True)
+        this_year = whole.filter(year=year)
+        current, previous = stats.totals(this_year), stats.totals(whole.filter(year=year - 1))
+        figures = [
+            (_("URLs collected"), "urls", charts.COUNT_UNIT),
+            (_("Bytes collected"), "bytes", "B"),
+            (_("New bytes"), "new_bytes", "B"),
+            (_("Deduplicated bytes"), "duplicate_bytes", "B"),
+            (_("Domains harvested"), "domains", charts.COUNT_UNIT),
+            (_("Jobs"), "jobs", charts.COUNT_UNIT),
+        ]
+        context.update(
+            {
+                "form": form,
+                "year": year,
+                "years": years,
+                "figures": [
+                    {
+                        "label": label,
+                        "field": field,
+                        "unit": unit,
+                        "current": current[field],
+                        "previous": previous[field],
+                        "change": stats.change(current[field], previous[field]),
+                    }
+                    for label, field, unit in figures
+                ],
+                "trend": self.trend(whole, year),
+                "charts": [self.chart(this_year, year, *spec) for spec in DASHBOARD_CHARTS],
+                "export_url": reverse("reports:year_export", kwargs={"year": year}),
+            }
+        )
+        return context
+
+    def trend(self, whole, year: int) -> dict:
+        by_year = report_table("by-year", whole)
+        by_month = report_table("by-month", whole.filter(year=year))
+        labels = [row["label"] for row in by_year.rows]
+        return {
+            "years": by_year,
+            "years_chart": charts.line_chart(
+                labels,
+                {_("URLs"): [row["urls"] for row in by_year.rows]},
+                title=_("URLs collected per year"),
+            ),
+            "years_csv": statistics_url("by-year", export="csv"),
+            "months": by_month,
+            "months_chart": charts.bar_chart(
+                [row["label"] for row in by_month.rows],
+                [row["bytes"] for row in by_month.rows],
+                title=_("Bytes collected per month of %(year)s") % {"year": year},
+                unit="B",
+            ),
+            "months_csv": statistics_url("by-month", year=year, export="csv"),
+        }
+
+    def chart(self, statistics, year: int, name: str, kind: str, field: str, limit: int) -> dict:
+        table = report_table(name, statistics, limit=limit)
+        rows = table.rows[:limit]
+        labels = [str(row.get("label", row.get("key"))) for row in rows]
+        values = [row[field] for row in rows]
+        title = f"{TABLES[name]} ({_(field_label(field))})"
+        unit = "B" if field == "bytes" else charts.COUNT_UNIT
+        svg = (
+            charts.pie_chart(labels, values, title=title, other=_("other"))
+            if kind == "pie"
+            else charts.bar_chart(labels, values, title=title, unit=unit)
+        )
+        return {
+            "name": name,
+            "title": title,
+            "svg": svg if rows else "",
+            "table": table,
+            "csv_url": statistics_url(name, year=year, export="csv"),
+            "page_url": statistics_url(name, year=year),
+        }
+
+
+def field_label(field: str) -> str:
+    return {"urls": "URLs", "bytes": "bytes", "domains": "domains"}[field]
+
+
+class CompareForm(forms.Form):
+    year = forms.IntegerField(min_value=1990, max_value=9999, required=False, label=gettext_lazy("Year"))
+    dimension = forms.ChoiceField(
+        choices=Dimension.choices, initial=Dimension.MIME_FAMILY, required=False, label=gettext_lazy("By")
+    )
+    harvest_definition = forms.ModelChoiceField(
+        queryset=HarvestDefinition.objects.order_by("name"),
+        required=False,
+        label=gettext_lazy("Harvest definition"),
+    )
+    run_a = forms.IntegerField(min_value=1, required=False, label=gettext_lazy("Run"))
+    run_b = forms.IntegerField(min_value=1, required=False, label=gettext_lazy("against run"))
+
+    def clean(self):
+        data = super().clean()
+        runs = [data.get("run_a"), data.get("run_b")]
+        if any(runs) and not data.get("harvest_definition"):
+            self.add_error("harvest_definition", _("Choose the harvest definition whose runs to compare."))
+        if any(runs) and not all(runs):
+            self.add_error("run_b", _("Give both runs."))
+        return data
+
+
+class CompareView(ReportsMixin, TemplateView):
+    """This year against last, selective against broad, two runs of one harvest definition."""
+
+    template_name = "harvest/reports_compare.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        form = CompareForm(self.request.GET)
+        add_bootstrap_classes(form, small=True)
+        context["form"] = form
+        if not form.is_valid():
+            return context
+        years = stats.years()
+        year = form.cleaned_data.get("year") or (years[0] if years else timezone.localtime().year)
+        dimension = form.cleaned_data.get("dimension") or Dimension.MIME_FAMILY
+        whole = JobStatistics.objects.filter(collection__isnull=True)
+        context.update(
+            {
+                "year": year,
+                "dimension": Dimension(dimension),
+                "years": side_by_side(
+                    stats.distribution(whole.filter(year=year), dimension),
+                    stats.distribution(whole.filter(year=year - 1), dimension),
+                ),
+                "year_totals": (
+                    stats.totals(whole.filter(year=year)),
+                    stats.totals(whole.filter(year=year - 1)),
+                ),
+                "kinds": report_table("by-kind", whole.filter(year=year)),
+            }
+        )
+        definition = form.cleaned_data.get("harvest_definition")
+        run_a, run_b = form.cleaned_data.get("run_a"), form.cleaned_data.get("run_b")
+        if definition and run_a and run_b:
+            runs = whole.filter(harvest_definition=definition)
+            first, second = runs.filter(run__number=run_a), runs.filter(run__number=run_b)
+            context["runs"] = {
+                "definition": definition,
+                "numbers": (run_a, run_b),
+                "totals": (stats.totals(first), stats.totals(second)),
+                "found": (first.exists(), second.exists()),
+                "rows": side_by_side(
+                    stats.distribution(first, dimension), stats.distribution(second, dimension)
+                ),
+            }
+        return context
+
+
+def side_by_side(current: list[dict], previous: list[dict]) -> list[dict]:
+    """Two distributions by value: the URLs of each and the change."""
+    before = {row["key"]: row for row in previous}
+    rows = []
+    for row in current:
+        other = before.pop(row["key"], None)
+        rows.append(_pair(row["label"], row, other))
+    rows += [_pair(row["label"], None, row) for row in before.values()]
+    return rows
+
+
+def _pair(label, current: dict | None, previous: dict | None) -> dict:
+    now = current["urls"] if current else 0
+    then = previous["urls"] if previous else 0
+    return {
+        "label": label,
+        "current": now,
+        "previous": then,
+        "current_bytes": current["bytes"] if current else 0,
+        "previous_bytes": previous["bytes"] if previous else 0,
+        "change": stats.change(now, then),
+    }
+
+
+class YearExportView(ReportsMixin, TemplateView):
+    """Every table of the reports for one year, in one CSV (a column names the table)."""
+
+    def get(self, request, *args, year: int, **kwargs):
+        statistics = JobStatistics.objects.filter(year=year)
+        return csv_response(year_rows(statistics), f"statistics-{year}.csv")
+
+
+YEAR_TABLES = [name for name, _title in TABLE_CHOICES if name not in ("by-year",)]
+
+
+def year_rows(statistics):
+    """``table,key,label,urls,bytes,domains,jobs,…`` for every table of the year (whole jobs, collections)."""
+    columns = ["urls", "bytes", "new_bytes", "deduplicated_urls", "deduplicated_bytes", "domains", "jobs"]
+    yield ["table", "key", "label", *columns]
+    whole = statistics.filter(collection__isnull=True)
+    for name in YEAR_TABLES:
+        rows = statistics.filter(collection__isnull=False) if name == "by-collection" else whole
+        table: ReportTable = report_table(name, rows, limit=100)
+        for row in table.rows:
+            values = {column.name: row.get(column.field) for column in table.columns}
+            key = row.get(table.key.field)
+            yield [name, key, row.get("label", key), *(values.get(column, "") for column in columns)]
+
+
+app_name = "reports"
+
+urlpatterns = [
+    path("dashboard/", DashboardView.as_view(), name="dashboard"),
+    path("statistics/", StatisticsView.as_view(), name="statistics"),
+    path("compare/", CompareView.as_view(), name="compare"),
+    path("export/<int:year>/", YearExportView.as_view(), name="year_export"),
+]

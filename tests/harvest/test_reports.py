@@ -1,0 +1,234 @@
+"""The Reports area: dashboard, statistics tables and their CSV, comparisons, the year's export, the API."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+from selectolax.parser import HTMLParser
+
+from harvest.models import Job, JobStatistics
+from harvest.services.statistics import job_statistics_compute
+from tests.harvest.statistics_jobs import three_site_job
+from webarchive.permissions import Role
+
+REPORT_ROLES = [Role.MANAGER, Role.CURATOR, Role.ENGINEER]
+
+
+@pytest.fixture
+def two_years(db):
+    """This year's job (alpha.fr, beta.fr, gamma.co.uk) and last year's (delta.fr, epsilon.fr, zeta.org)."""
+    now, collection = three_site_job()
+    then, _ = three_site_job(names=("delta.fr", "epsilon.fr", "zeta.org"))
+    Job.objects.filter(pk=then.pk).update(ended_at=now.ended_at - timedelta(days=366))
+    then.refresh_from_db()
+    for job in (now, then):
+        job_statistics_compute(job_id=job.pk)
+    return now, then, collection
+
+
+def read_csv(response) -> list[list[str]]:
+    text = b"".join(response.streaming_content).decode("utf-8-sig")
+    return list(csv.reader(io.StringIO(text)))
+
+
+def screen_table(response, name: str) -> list[list[str]]:
+    """The header and the raw values (data-value) of a report table on a page."""
+    table = HTMLParser(response.content.decode()).css_first(f"#table-{name}")
+    assert table is not None, f"no table {name} on the page"
+    header = [cell.attributes["data-column"] for cell in table.css("thead th")]
+    rows = [[cell.attributes["data-value"] for cell in row.css("th, td")] for row in table.css("tbody tr")]
+    return [header, *(row for row in rows if len(row) == len(header))]
+
+
+PAGES = [
+    reverse("reports:dashboard"),
+    reverse("reports:statistics"),
+    reverse("reports:compare"),
+    reverse("reports:statistics") + "?table=mime&export=csv",
+    reverse("reports:year_export", kwargs={"year": 2026}),
+    reverse("api:jobstatistics-list"),
+    reverse("api:jobstatistics-totals"),
+    reverse("api:jobstatistics-table") + "?table=tld",
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", PAGES)
+def test_reports_are_for_managers_curators_and_engineers(client, as_role, url):
+    anonymous = client.get(url)
+    assert anonymous.status_code in (302, 401, 403)
+    if anonymous.status_code == 302:
+        assert reverse("login") in anonymous["Location"]
+    assert as_role(Role.LIBRARIAN).get(url).status_code == 403
+    for role in REPORT_ROLES:
+        assert as_role(role).get(url).status_code == 200, role
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        *("by-year", "by-definition", "by-job", "by-kind", "by-collection"),
+        *("mime", "mime-family", "status", "tld", "size-class", "stop-reason", "seed-source"),
+        *("top-domains-urls", "top-domains-bytes"),
+    ],
+)
+def test_the_csv_is_the_table_on_screen(two_years, as_role, table):
+    client = as_role(Role.MANAGER)
+    url = reverse("reports:statistics")
+    page = client.get(url, {"table": table})
+    exported = client.get(url, {"table": table, "export": "csv"})
+    assert exported["Content-Type"].startswith("text/csv")
+    rows = read_csv(exported)
+    assert len(rows) > 1 and rows == screen_table(page, table)
+
+
+def test_the_numbers_of_the_tables(two_years, as_role):
+    now, _then, collection = two_years
+    client = as_role(Role.MANAGER)
+    url = reverse("reports:statistics")
+
+    def table(**query):
+        rows = read_csv(client.get(url, {**query, "export": "csv"}))
+        return [dict(zip(rows[0], row, strict=True)) for row in rows[1:]]
+
+    years = table(table="by-year")
+    assert [(row["group"], row["urls"], row["domains"], row["jobs"]) for row in years] == [
+        (str(now.ended_at.year - 1), "25", "2", "1"),
+        (str(now.ended_at.year), "25", "2", "1"),
+    ]
+    both = {row["value"]: row for row in table(table="tld")}
+    assert (both["fr"]["urls"], both["fr"]["domains"]) == ("50", "4")
+    assert both["uk"]["urls"] == both["org"]["urls"] == "0"
+    totals = client.get(reverse("api:jobstatistics-totals")).json()
+    assert (totals["urls"], totals["domains"], totals["jobs"]) == (50, 4, 2)
+    top = table(table="top-domains-urls")
+    assert [row["domain"] for row in top] == ["beta.fr", "epsilon.fr", "alpha.fr", "delta.fr"]
+    assert top[2]["urls"] == "5" and top[2]["jobs"] == "1"
+
+    this_year = table(table="mime", year=now.ended_at.year)
+    assert {row["value"]: row["urls"] for row in this_year} == {"text/html": "20", "image/png": "5"}
+    share = {row["value"]: row["url_share"] for row in this_year}
+    assert share == {"text/html": "0.8000", "image/png": "0.2000"}
+    # A collection's share: only its sites (the first two of each job).
+    mine = table(table="tld", collection=collection.pk)
+    assert {row["value"]: row["urls"] for row in mine} == {"fr": "25"}
+    shares = table(table="by-collection")
+    assert len(shares) == 2 and (collection.name, "25") in [(row["group"], row["urls"]) for row in shares]
+    assert table(table="by-year", kind="snapshot") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ({"year": "soon"}, "Year"),
+        ({"ended_after": "2026-13-45"}, "Ended from"),
+        ({"harvest_definition": "999999"}, "Harvest definition"),
+        ({"kind": "deep"}, "Kind of crawl"),
+    ],
+)
+def test_bad_filters_are_refused_with_their_field_and_nothing_is_exported(two_years, as_role, query, message):
+    client = as_role(Role.MANAGER)
+    url = reverse("reports:statistics")
+    page = client.get(url, {"table": "mime", **query})
+    assert page.status_code == 200
+    errors = HTMLParser(page.content.decode()).css_first("#filter-errors")
+    assert errors is not None and message in errors.text()
+    assert HTMLParser(page.content.decode()).css_first("#table-mime") is None
+    exported = client.get(url, {"table": "mime", "export": "csv", **query})
+    assert exported.status_code == 400 and message in exported.content.decode()
+    assert client.get(url, {"table": "nonsense", "export": "csv"}).status_code == 400
+    api = client.get(reverse("api:jobstatistics-table"), {"table": "mime", **query})
+    assert api.status_code == 400
+
+
+def test_the_dashboard_shows_the_year_against_the_last_with_charts(two_years, as_role):
+    now, then, _ = two_years
+    page = as_role(Role.MANAGER).get(reverse("reports:dashboard"), {"year": now.ended_at.year})
+    html = HTMLParser(page.content.decode())
+    figures = {node.attributes["data-figure"]: node for node in html.css("[data-figure]")}
+    assert figures["urls"].attributes["data-value"] == "25"
+    assert figures["bytes"].attributes["data-value"] == "4500"
+    assert "+0 %" in figures["urls"].text()
+    charts = html.css("[data-chart]")
+    assert len(charts) == 8
+    for chart in charts:
+        svg = chart.css_first("svg.report-chart")
+        assert svg is not None and svg.attributes["aria-label"], chart.attributes["data-chart"]
+        assert chart.css_first("table.report-table") is not None
+        assert chart.css_first("a.report-csv").attributes["href"].endswith("export=csv")
+    assert html.css_first("#chart-trend-years svg") is not None
+    # The year before the first has nothing to compare with.
+    earlier = as_role(Role.MANAGER).get(reverse("reports:dashboard"), {"year": then.ended_at.year})
+    assert "nothing the year before" in earlier.content.decode()
+
+
+def test_a_year_without_statistics_says_so(db, as_role):
+    page = as_role(Role.MANAGER).get(reverse("reports:dashboard"))
+    assert page.status_code == 200
+    assert "No statistics for this year yet." in page.content.decode()
+
+
+def test_the_year_export_holds_every_table_of_the_year(two_years, as_role):
+    now, _, collection = two_years
+    response = as_role(Role.MANAGER).get(reverse("reports:year_export", kwargs={"year": now.ended_at.year}))
+    rows = read_csv(response)
+    assert rows[0][:4] == ["table", "key", "label", "urls"]
+    tables = {row[0] for row in rows[1:]}
+    assert {"mime", "status", "tld", "size-class", "seed-source", "by-kind", "by-collection"} <= tables
+    mime = {row[1]: row[3] for row in rows[1:] if row[0] == "mime"}
+    assert mime == {"text/html": "20", "image/png": "5"}
+    assert [row[2] for row in rows[1:] if row[0] == "by-collection"] == [collection.name]
+
+
+def test_two_runs_side_by_side_and_the_form_refuses_half_a_comparison(db, as_role):
+    first, _ = three_site_job()
+    job_statistics_compute(job_id=first.pk)
+    definition = first.harvest_definition
+    client = as_role(Role.CURATOR)
+    page = client.get(
+        reverse("reports:compare"), {"harvest_definition": definition.pk, "run_a": 1, "run_b": 2}
+    )
+    html = HTMLParser(page.content.decode())
+    totals = html.css_first("#compare-run-totals")
+    assert [cell.attributes["data-value"] for cell in totals.css("tbody tr")[0].css("td")] == ["25", "0"]
+    assert "has no statistics for run 1 or run 2" in page.content.decode()
+
+    half = client.get(reverse("reports:compare"), {"run_a": 1})
+    assert "Choose the harvest definition whose runs to compare." in half.content.decode()
+    assert "Give both runs." in half.content.decode()
+    assert HTMLParser(half.content.decode()).css_first("#compare-run-totals") is None
+
+
+def test_the_api_lists_statistics_with_their_lines_and_tables(two_years, as_role):
+    now, _, collection = two_years
+    client = as_role(Role.ENGINEER)
+    listing = client.get(reverse("api:jobstatistics-list"), {"year": now.ended_at.year}).json()
+    assert [row["job"] for row in listing["results"]] == [now.pk]
+    lines = {(line["dimension"], line["key"]): line["urls"] for line in listing["results"][0]["lines"]}
+    assert lines[("mime", "text/html")] == 20
+    shares = client.get(reverse("api:jobstatistics-list"), {"collection": collection.pk}).json()
+    assert {row["collection"] for row in shares["results"]} == {collection.pk}
+    table = client.get(reverse("api:jobstatistics-table"), {"table": "tld"}).json()
+    assert table["columns"] == ["value", "urls", "url_share", "bytes", "domains"]
+    csv_rows = read_csv(client.get(reverse("reports:statistics"), {"table": "tld", "export": "csv"}))
+    assert [[str(row[column]) for column in table["columns"]] for row in table["rows"]] == csv_rows[1:]
+    refused = client.get(reverse("api:jobstatistics-table"), {"table": "nonsense"})
+    assert refused.status_code == 400 and "Choose one of" in refused.content.decode()
+    assert client.post(reverse("api:jobstatistics-list"), {}).status_code == 405
+
+
+def test_statistics_are_sent_for_computing_when_a_job_ends(
+    db, django_capture_on_commit_callbacks, monkeypatch
+):
+    sent = []
+    monkeypatch.setattr("harvest.tasks.compute_statistics.delay", sent.append)
+    with django_capture_on_commit_callbacks(execute=True):
+        job, _ = three_site_job()
+    assert sent == [job.pk]
+    assert not JobStatistics.objects.filter(job=job).exists()  # the worker computes them
+    assert timezone.now() - job.ended_at < timedelta(minutes=5)
