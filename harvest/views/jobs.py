@@ -25,6 +25,7 @@ from django.views.generic import View
 from harvest.choices import JobStatus
 from harvest.filtersets import JobFilterSet, SiteCrawlFilterSet
 from harvest.models import ExternalLink, Job
+from harvest.monitoring import explain_job_failure, explain_sites
 from harvest.selectors import crawl_log_path, job_sites, job_totals, site_totals
 from harvest.services.crawls import job_stop
 from harvest.services.jobs import JOB_TRANSITIONS, job_resubmit
@@ -158,6 +159,7 @@ class JobDetailView(ObjectDetailView):
                 "entry_page": Paginator(entries, ENTRIES_PER_PAGE).get_page(self.request.GET.get("page")),
                 "settings_rows": sorted((job.template_settings or {}).items()),
                 "resubmission_of": Job.objects.filter(resubmitted_as=job).first(),
+                "explanation": explain_job_failure(job),
                 "warc_files": warc_files[:SHOWN_WARC_FILES],
                 "warc_totals": warc_files.aggregate(count=Count("pk"), size=Sum("size")),
                 "external_links": ExternalLink.objects.filter(entry__job=job)
@@ -178,8 +180,9 @@ class JobDetailView(ObjectDetailView):
         add_bootstrap_classes(filterset.form, small=True)
         sites = filterset.qs if filterset.is_valid() else job_sites(job).none()
         page = Paginator(sites, SITES_PER_PAGE).get_page(request.GET.get("sites_page"))
-        for entry in page:
+        for entry, explanation in zip(page, explain_sites(list(page)), strict=True):
             entry.bar = url_bar(entry.urls_done, entry.urls_queued)
+            entry.explanation = explanation  # why it failed or was cut short, in plain words
         query = [(key, value) for key in SITE_QUERY for value in request.GET.getlist(key)]
         user = request.user
         return {

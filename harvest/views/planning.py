@@ -4,11 +4,12 @@ Each module holds one group of pages and its URL patterns: harvest definitions,
 schedules and channels, the mappings from selection and the transfer, jobs.
 """
 
-from harvest.views import definitions, jobs, mappings, schedules
+from harvest.views import definitions, jobs, mappings, monitoring, schedules
 
 urlpatterns = [
     *definitions.urlpatterns,
     *schedules.urlpatterns,
     *mappings.urlpatterns,
     *jobs.urlpatterns,
+    *monitoring.urlpatterns,
 ]
