@@ -1,7 +1,7 @@
 """Pages of the planning side: each views module lists its own URL patterns."""
 
-from harvest.views import domains, planning, templates
+from harvest.views import domains, planning, quality, templates
 
 app_name = "harvest"
 
-urlpatterns = [*domains.urlpatterns, *templates.urlpatterns, *planning.urlpatterns]
+urlpatterns = [*domains.urlpatterns, *templates.urlpatterns, *planning.urlpatterns, *quality.urlpatterns]

@@ -7,19 +7,22 @@ from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
+from harvest.models import Job
+from harvest.selectors_quality import record_harvests
 from selection import services
 from selection.choices import CheckStatus
 from selection.filtersets import RecordFilterSet
 from selection.forms import RecordForm, RecordStatusForm, RecordTransferForm, SavedSearchForm, UrlEntryForm
-from selection.models import Record
+from selection.models import HarvestNote, Record
 from selection.selectors import budget_ranges, compatibility_matrix, record_duplicates
 from selection.urlcheck import UrlCheckResult, check_url
-from webarchive.permissions import ADD, CHANGE, VALIDATE, Area, can, restrict
+from webarchive.permissions import ADD, CHANGE, VALIDATE, VIEW, Area, can, can_enter, restrict
 from webarchive.urlnorm import InvalidURL, normalise_url
 from webarchive.views import ObjectDetailView, ObjectListView, ServiceFormView
 
 CHECK_TOKEN_MAX_AGE = 30 * 60  # a check shown to the librarian is reused for half an hour
 CHECK_TOKEN_SALT = "selection.url-check"  # noqa: S105 (a signing salt, not a secret)
+HARVEST_NOTES_SHOWN = 50  # the newest notes on a record's harvests
 
 
 def sign_check(result: UrlCheckResult) -> str:
@@ -108,9 +111,24 @@ class RecordDetailView(ObjectDetailView):
                 "may_validate": can(user, VALIDATE, Record),
                 "status_form": RecordStatusForm(initial={"version": record.version}),
                 "budget_ranges": budget_ranges(),
+                **record_harvest_context(record, user),
             }
         )
         return context
+
+
+def record_harvest_context(record: Record, user) -> dict:
+    """The record's last site crawls (with replay links) and the curators' notes on its harvests."""
+    notes = restrict(HarvestNote.objects.filter(record=record), user, VIEW).select_related(
+        "author", "job", "domain"
+    )
+    return {
+        # Whoever may read the record reads what became of it (date, size, stop reason, replay).
+        "harvests": record_harvests(record),
+        "harvest_notes": notes[:HARVEST_NOTES_SHOWN],
+        "may_open_jobs": can_enter(user, Area.PLANNING),
+        "may_open_quality": can_enter(user, Area.REPORTS) and can(user, VIEW, Job),
+    }
 
 
 class RecordProposeView(ServiceFormView):
