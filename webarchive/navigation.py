@@ -43,12 +43,17 @@ AREA_PAGES: dict[Area, list[Page]] = {
         Page(_("Running jobs"), "harvest:job_running", "harvest.job"),
     ],
     Area.OPERATIONS: [
+        Page(_("Monitoring"), "harvest:monitoring", "harvest.job"),
         Page(_("Running jobs"), "harvest:job_running", "harvest.job"),
         Page(_("Jobs"), "harvest:job_list", "harvest.job"),
         Page(_("Deduplication"), "storage:dedup_list", "storage.deduprun"),
         Page(_("Storage"), "storage:node_list", "storage.storagenode"),
     ],
-    Area.REPORTS: [],
+    Area.REPORTS: [
+        Page(_("Dashboard"), "reports:dashboard", "harvest.jobstatistics"),
+        Page(_("Statistics"), "reports:statistics", "harvest.jobstatistics"),
+        Page(_("Comparisons"), "reports:compare", "harvest.jobstatistics"),
+    ],
     Area.ACCESS: [
         Page(_("Search the archive"), "storage:search", "storage.capture"),
         Page(_("REST API documentation"), "api-docs"),

@@ -71,6 +71,8 @@ _READER = {
     "selection.record": (VIEW,),
     "selection.compatibilityrule": (VIEW,),
     "selection.savedsearch": ALL,
+    # Curators' notes on how a record's site was harvested (the quality view writes them).
+    "selection.harvestnote": (VIEW,),
 }
 
 # The archive itself (the Access area, open to every role): captures and the files they are in.
@@ -95,6 +97,8 @@ _HARVEST_READER = {
         "job",
         "jobconfiguration",
         "harvestinfo",
+        "jobstatistics",
+        "statisticline",
     )
 }
 
@@ -147,6 +151,7 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         "selection.record": (VIEW, ADD, CHANGE, VALIDATE),
         # Configuration, not an archival object: a rule may be withdrawn.
         "selection.compatibilityrule": ALL,
+        "selection.harvestnote": (VIEW, ADD),
     },
     Role.ENGINEER: {
         **_READER,

@@ -132,6 +132,24 @@ def new_job():
     return definition_launch(definition_id=definition.pk).jobs.get()
 
 
+def new_job_statistics():
+    """An ended job's statistics (the job ended by hand: no crawler runs)."""
+    from django.utils import timezone
+
+    from harvest.models import Job
+    from harvest.services.statistics import job_statistics_compute
+
+    job = new_job()
+    Job.objects.filter(pk=job.pk).update(started_at=timezone.now(), ended_at=timezone.now())
+    return job_statistics_compute(job_id=job.pk)
+
+
+def new_site_note_url():
+    job = new_job()
+    entry = job.configurations.get()
+    return reverse("harvest:job_quality_note", kwargs={"pk": job.pk, "entry_pk": entry.pk})
+
+
 def new_harvest_info():
     from harvest.services.jobs import harvest_info_record
 
@@ -369,7 +387,24 @@ ACCESS = {
     "harvest:job_detail": ("page", planning_url("harvest:job_detail", new_job), PLANNERS),
     "harvest:job_resubmit": ("post", planning_url("harvest:job_resubmit", new_job), ENGINEERS),
     "harvest:job_running": ("page", url("harvest:job_running"), PLANNERS),
+    "harvest:monitoring": ("page", url("harvest:monitoring"), ENGINEERS),
     "harvest:job_stop": ("post", planning_url("harvest:job_stop", new_job), ENGINEERS),
+    # The quality view of a job (Reports): curators write notes on its sites, which go to the records.
+    "harvest:job_quality": ("page", planning_url("harvest:job_quality", new_job), REPORTS),
+    "harvest:job_quality_note": ("post", lambda: new_site_note_url(), CURATORS),
+    # Reports: managers, curators and engineers read the statistics and take them away as CSV.
+    "reports:dashboard": ("page", url("reports:dashboard"), REPORTS),
+    "reports:statistics": ("page", url("reports:statistics"), REPORTS),
+    "reports:compare": ("page", url("reports:compare"), REPORTS),
+    "reports:year_export": ("page", lambda: reverse("reports:year_export", kwargs={"year": 2026}), REPORTS),
+    "api:jobstatistics-list": ("api", url("api:jobstatistics-list"), REPORTS),
+    "api:jobstatistics-detail": (
+        "api",
+        planning_url("api:jobstatistics-detail", new_job_statistics),
+        REPORTS,
+    ),
+    "api:jobstatistics-totals": ("api", url("api:jobstatistics-totals"), REPORTS),
+    "api:jobstatistics-table": ("api", lambda: reverse("api:jobstatistics-table") + "?table=mime", REPORTS),
     # Planning API
     "api:domain-list": ("api", url("api:domain-list"), PLANNERS),
     "api:domain-detail": ("api", planning_url("api:domain-detail", new_domain), PLANNERS),
