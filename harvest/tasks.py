@@ -59,6 +59,14 @@ def compute_statistics(job_id: int) -> None:
     job_statistics_compute(job_id=job_id)
 
 
+@shared_task(name="harvest.preload", ignore_result=True, acks_late=True, reject_on_worker_lost=True)
+def preload(run_id: int) -> None:
+    """Run or resume a broad-crawl preparation to its end (every stage resumes where it was)."""
+    from harvest.services.preload import preload_run
+
+    preload_run(run_id)
+
+
 @shared_task(name="harvest.fail_stalled", ignore_result=True, time_limit=600)
 def fail_stalled_task() -> list[int]:
     """Fail the started jobs that have made no progress while their queue's workers are gone."""

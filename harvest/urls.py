@@ -1,7 +1,13 @@
 """Pages of the planning side: each views module lists its own URL patterns."""
 
-from harvest.views import domains, planning, quality, templates
+from harvest.views import domains, planning, preload, quality, templates
 
 app_name = "harvest"
 
-urlpatterns = [*domains.urlpatterns, *templates.urlpatterns, *planning.urlpatterns, *quality.urlpatterns]
+urlpatterns = [
+    *domains.urlpatterns,
+    *templates.urlpatterns,
+    *planning.urlpatterns,
+    *quality.urlpatterns,
+    *preload.urlpatterns,
+]

@@ -48,6 +48,7 @@ AREA_PAGES: dict[Area, list[Page]] = {
         Page(_("Jobs"), "harvest:job_list", "harvest.job"),
         Page(_("Deduplication"), "storage:dedup_list", "storage.deduprun"),
         Page(_("Storage"), "storage:node_list", "storage.storagenode"),
+        Page(_("Broad-crawl preparation"), "harvest:preload_list", "harvest.preloadrun"),
     ],
     Area.REPORTS: [
         Page(_("Dashboard"), "reports:dashboard", "harvest.jobstatistics"),

@@ -159,6 +159,8 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         **_PLANNER,
         **_ARCHIVE_OPERATOR,
         "harvest.job": (VIEW, CHANGE),
+        # Broad-crawl preparation: runs are started, stopped and resumed (kept as the record of a snapshot).
+        "harvest.preloadrun": (VIEW, ADD, CHANGE),
     },
     Role.MANAGER: {**_READER, **_ARCHIVE_READER, **_HARVEST_READER},
 }

@@ -88,6 +88,14 @@ STORAGE_CHECK_INTERVAL = env.float("STORAGE_CHECK_INTERVAL", default=60.0)
 STORAGE_COPY_STALE_SECONDS = env.int("STORAGE_COPY_STALE_SECONDS", default=120)
 STORAGE_REPAIR_BATCH = env.int("STORAGE_REPAIR_BATCH", default=500)
 
+# Broad-crawl preparation (docs/preload.md): DNS lookups in flight, and redirect discovery's
+# timeout, domains in flight and the address asked for each host ({host}: the domain, www.domain).
+PRELOAD_DNS_CONCURRENCY = env.int("PRELOAD_DNS_CONCURRENCY", default=100)
+PRELOAD_REDIRECT_TIMEOUT = env.float("PRELOAD_REDIRECT_TIMEOUT", default=10.0)
+PRELOAD_REDIRECT_CONCURRENCY = env.int("PRELOAD_REDIRECT_CONCURRENCY", default=50)
+PRELOAD_REDIRECT_URL = env("PRELOAD_REDIRECT_URL", default="http://{host}/")
+PRELOAD_UPLOAD_DIR = Path(env("PRELOAD_UPLOAD_DIR", default=str(VAR_DIR / "preload")))
+
 # Reports (docs/reports.md): the bounds of the domain size classes, in URLs collected per domain
 # ("10,10000": fewer than 10, 10 to 10,000, more than 10,000).
 REPORT_SIZE_CLASSES = sorted(env.list("REPORT_SIZE_CLASSES", cast=int, default=[10, 10000]))

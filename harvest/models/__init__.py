@@ -10,6 +10,7 @@ from harvest.models.definitions import (
 )
 from harvest.models.domains import UNLIMITED, Domain, DomainConfiguration, SeedList
 from harvest.models.jobs import ExternalLink, HarvestInfo, HarvestRun, Job, JobConfiguration
+from harvest.models.preload import PreloadDomain, PreloadEntry, PreloadInvalidLine, PreloadRun, PreloadSource
 from harvest.models.schedules import Schedule
 from harvest.models.statistics import Dimension, JobStatistics, StatisticLine
 from harvest.models.templates import HarvestTemplate
@@ -31,6 +32,11 @@ __all__ = [
     "Job",
     "JobConfiguration",
     "JobStatistics",
+    "PreloadDomain",
+    "PreloadEntry",
+    "PreloadInvalidLine",
+    "PreloadRun",
+    "PreloadSource",
     "Schedule",
     "SeedList",
     "StatisticLine",

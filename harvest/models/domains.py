@@ -57,6 +57,13 @@ class Domain(models.Model):
         default=True,
         help_text=_("Inactive domains (no DNS entry, closed) are left out of snapshots."),
     )
+    dns_failed_at = models.DateTimeField(
+        _("no DNS answer since"),
+        null=True,
+        blank=True,
+        editable=False,
+        help_text=_("Set when a broad-crawl preparation found no DNS answer and made the domain inactive."),
+    )
     default_configuration = models.ForeignKey(
         "harvest.DomainConfiguration",
         on_delete=models.PROTECT,

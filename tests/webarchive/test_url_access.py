@@ -144,6 +144,24 @@ def new_job_statistics():
     return job_statistics_compute(job_id=job.pk)
 
 
+def new_preload_run():
+    """A preparation of a snapshot from one list (not run)."""
+    import tempfile
+
+    from harvest.services.preload import SourceSpec, preload_create
+
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as stream:
+        stream.write("example.fr\n")
+    snapshot = definition_save_snapshot()
+    return preload_create(harvest_definition=snapshot, sources=[SourceSpec("registry", stream.name)])
+
+
+def definition_save_snapshot():
+    from harvest.services.planning import definition_save
+
+    return definition_save(kind="snapshot", name=f"snapshot-{uuid.uuid4().hex[:8]}")
+
+
 def new_site_note_url():
     job = new_job()
     entry = job.configurations.get()
@@ -392,6 +410,17 @@ ACCESS = {
     # The quality view of a job (Reports): curators write notes on its sites, which go to the records.
     "harvest:job_quality": ("page", planning_url("harvest:job_quality", new_job), REPORTS),
     "harvest:job_quality_note": ("post", lambda: new_site_note_url(), CURATORS),
+    # Broad-crawl preparation (Operations): crawl engineers only.
+    "harvest:preload_list": ("page", url("harvest:preload_list"), ENGINEERS),
+    "harvest:preload_start": ("page", url("harvest:preload_start"), ENGINEERS),
+    "harvest:preload_detail": ("page", planning_url("harvest:preload_detail", new_preload_run), ENGINEERS),
+    "harvest:preload_statistics": (
+        "page",
+        planning_url("harvest:preload_statistics", new_preload_run),
+        ENGINEERS,
+    ),
+    "harvest:preload_stop": ("post", planning_url("harvest:preload_stop", new_preload_run), ENGINEERS),
+    "harvest:preload_resume": ("post", planning_url("harvest:preload_resume", new_preload_run), ENGINEERS),
     # Reports: managers, curators and engineers read the statistics and take them away as CSV.
     "reports:dashboard": ("page", url("reports:dashboard"), REPORTS),
     "reports:statistics": ("page", url("reports:statistics"), REPORTS),

@@ -9,6 +9,13 @@ arrive in ``request.params``. Adding a page is adding a function (see
 A site listens on up to three loopback addresses on the same port (Linux routes
 all of 127.0.0.0/8 to the loopback interface): 127.0.0.1 is the site itself,
 127.0.0.2 its "CDN" and 127.0.0.3 an "external" site, each with its own router.
+
+Redirecting host names: ``site.add_redirect_host("old-name.fr", "http://new-name.fr/")``
+makes the site answer a request whose ``Host:`` header names ``old-name.fr`` (any
+port) for ``/`` (or the ``path=`` given) with a redirect to that location, whichever
+address received it; other host names and paths are answered as before. It stands in for the web
+servers of other domains (redirect discovery of the broad-crawl preparation): the
+tests make those names resolve to the site's address.
 """
 
 from __future__ import annotations
@@ -191,8 +198,12 @@ class _RequestHandler(BaseHTTPRequestHandler):
             host_index=self.server.host_index,
         )
         site.requests.append(request)
-        found = site.routers[request.host_index].resolve(request.path)
-        if found is None:
+        redirect_to = site.redirect_hosts.get((_host_name(request.headers.get("host", "")), request.path))
+        found = None if redirect_to else site.routers[request.host_index].resolve(request.path)
+        if redirect_to is not None:
+            location, status = redirect_to
+            response = redirect(location, status=status)
+        elif found is None:
             response = not_found()
         else:
             handler, request.params = found
@@ -267,6 +278,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.server.site.log(f"{self.address_string()} {format % args}")
 
 
+def _host_name(host_header: str) -> str:
+    """The name in a ``Host:`` header, without its port, in lower case."""
+    return (urlsplit(f"//{host_header}").hostname or "").rstrip(".")
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a request still sleeping in /slow does not hold up the exit
     allow_reuse_address = True
@@ -291,6 +307,7 @@ class TestSite:
     127.0.0.3. ``tls=(certificate_file, key_file)`` serves HTTPS instead of HTTP.
     ``conditional=True`` gives whole 200 answers an ``ETag`` and ``Last-Modified`` and
     answers conditional requests that match them with ``304 Not Modified``.
+    :meth:`add_redirect_host` makes requests for other host names answer redirects.
     """
 
     __test__ = False  # not a pytest test class
@@ -330,6 +347,8 @@ class TestSite:
         self.stopping = threading.Event()  # set on stop: handlers that wait should wait on it
         # What the site received, for the tests to look at.
         self.requests: collections.deque[Request] = collections.deque(maxlen=10_000)
+        # (host name, path) -> (location, status); see add_redirect_host.
+        self.redirect_hosts: dict[tuple[str, str], tuple[str, int]] = {}
         self._port = port
         self._server = self._new_server(0, port)
         self._servers = [self._server]  # one per address, the site's own first
@@ -397,6 +416,10 @@ class TestSite:
     def feature_urls(self) -> dict[str, list[str]]:
         """Example URLs of each feature a crawler must handle, by feature name."""
         return self.generated.feature_urls()
+
+    def add_redirect_host(self, name: str, location: str, *, path: str = "/", status: int = 301) -> None:
+        """Answer ``path`` with a redirect to ``location`` (sent as it is) when ``Host:`` is ``name``."""
+        self.redirect_hosts[(name.lower().rstrip("."), path)] = (location, status)
 
     def requests_to(self, path: str) -> list[Request]:
         """The requests received for ``path`` (without its query), oldest first."""

@@ -1,0 +1,173 @@
+"""Broad-crawl preparation (the BnF's NAS_preload, inside the application): one run, its sources,
+and the staging rows a run works through (harvest.services.preload).
+
+A run goes through its stages in order — ingest, merge, DNS check, redirect discovery, load —
+and records where it stands after every batch, so that an interrupted run resumes where it was.
+"""
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.urls import reverse
+from django.utils.translation import gettext_lazy as _
+
+from harvest.models.definitions import HarvestDefinition
+from harvest.models.domains import Domain
+
+
+class PreloadRun(models.Model):
+    """One preparation of a snapshot harvest from domain lists: options, stage, progress, statistics."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", _("queued")
+        RUNNING = "running", _("running")
+        STOPPED = "stopped", _("stopped")
+        FAILED = "failed", _("failed")
+        DONE = "done", _("done")
+
+    class Stage(models.TextChoices):
+        INGEST = "ingest", _("reading the lists")
+        MERGE = "merge", _("merging the sources")
+        DNS = "dns", _("checking DNS")
+        REDIRECTS = "redirects", _("discovering redirects")
+        LOAD = "load", _("loading the domains")
+        DONE = "done", _("done")
+
+    harvest_definition = models.ForeignKey(
+        HarvestDefinition,
+        on_delete=models.PROTECT,
+        related_name="preload_runs",
+        verbose_name=_("snapshot harvest definition"),
+    )
+    state = models.CharField(_("state"), max_length=10, choices=State, default=State.QUEUED)
+    stage = models.CharField(_("stage"), max_length=10, choices=Stage, default=Stage.INGEST)
+    check_dns = models.BooleanField(_("check DNS"), default=True)
+    find_redirects = models.BooleanField(_("discover redirects"), default=True)
+    include_selection = models.BooleanField(
+        _("librarians' validated records"),
+        default=True,
+        help_text=_("Add the domains of validated selection records as the source “selection”."),
+    )
+    nameservers = models.TextField(
+        _("nameservers"), blank=True, help_text=_("HOST or HOST:PORT, one per line; empty: the system's.")
+    )
+    dns_timeout = models.FloatField(_("DNS timeout (s)"), default=2.0)
+    dns_retries = models.PositiveSmallIntegerField(_("DNS retries"), default=1)
+    stage_done = models.BigIntegerField(_("done in this stage"), default=0)
+    stage_total = models.BigIntegerField(_("to do in this stage"), default=0)
+    stage_started_at = models.DateTimeField(_("stage started at"), null=True, blank=True)
+    stop_requested = models.BooleanField(_("stop requested"), default=False)
+    statistics = models.JSONField(_("statistics"), default=dict, blank=True)
+    error = models.TextField(_("error"), blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
+    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
+    ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("preload run")
+        verbose_name_plural = _("preload runs")
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self):
+        return f"{_('Preload')} {self.pk} → {self.harvest_definition}"
+
+    def get_absolute_url(self):
+        return reverse("harvest:preload_detail", kwargs={"pk": self.pk})
+
+    @property
+    def nameserver_list(self) -> list[str]:
+        return [line.strip() for line in self.nameservers.splitlines() if line.strip()]
+
+
+class PreloadSource(models.Model):
+    """One list of a run: a file of domains or URLs (or CSV), tagged with where it comes from."""
+
+    run = models.ForeignKey(
+        PreloadRun, on_delete=models.CASCADE, related_name="sources", verbose_name=_("run")
+    )
+    name = models.CharField(_("source"), max_length=100)
+    path = models.CharField(_("file"), max_length=1000, blank=True, help_text=_("Empty for the selection."))
+    column = models.CharField(_("CSV column"), max_length=200, blank=True)
+    lines = models.BigIntegerField(_("lines"), default=0)
+    accepted = models.BigIntegerField(_("lines accepted"), default=0)
+    invalid = models.BigIntegerField(_("invalid lines"), default=0)
+    ingested = models.BooleanField(_("read"), default=False)
+
+    class Meta:
+        verbose_name = _("preload source")
+        verbose_name_plural = _("preload sources")
+        ordering = ["pk"]
+        # Several files may make one source (one registry's list in parts); a file is read once.
+        constraints = [
+            models.UniqueConstraint(fields=["run", "path", "name"], name="preload_source_unique_file")
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class PreloadInvalidLine(models.Model):
+    """A line of a source that gives no domain, and why (the first ones of each source are kept)."""
+
+    source = models.ForeignKey(PreloadSource, on_delete=models.CASCADE, related_name="invalid_lines")
+    line = models.BigIntegerField(_("line"))
+    text = models.CharField(_("text"), max_length=500)
+    reason = models.CharField(_("reason"), max_length=500)
+
+    class Meta:
+        ordering = ["source", "line"]
+
+    def __str__(self):
+        return f"{self.source} line {self.line}"
+
+
+class PreloadEntry(models.Model):
+    """One accepted line of one source: the registered domain and, when the line was a URL, the URL."""
+
+    run = models.ForeignKey(PreloadRun, on_delete=models.CASCADE, related_name="+", db_index=False)
+    source = models.ForeignKey(PreloadSource, on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=255)
+    seed = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["run", "name"], name="preload_entry_run_name")]
+
+    def __str__(self):
+        return self.name
+
+
+class PreloadDomain(models.Model):
+    """One domain of a run after the merge: its sources, seeds, DNS result, and whether it is loaded."""
+
+    class Dns(models.TextChoices):
+        PENDING = "pending", _("not checked yet")
+        LIVE = "live", _("live")
+        FAILED = "failed", _("no DNS answer")
+        SKIPPED = "skipped", _("not checked (taken as live)")
+
+    run = models.ForeignKey(PreloadRun, on_delete=models.CASCADE, related_name="domains", db_index=False)
+    name = models.CharField(_("domain"), max_length=255)
+    sources = models.TextField(_("sources"), help_text=_("Source names, comma-separated."))
+    seeds = models.TextField(_("seeds"), blank=True)
+    domain = models.ForeignKey(Domain, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    is_new = models.BooleanField(_("new"), default=False)
+    dns = models.CharField(_("DNS"), max_length=10, choices=Dns, default=Dns.PENDING)
+    dns_detail = models.CharField(_("DNS detail"), max_length=200, blank=True)
+    redirect_from = models.CharField(_("redirect from"), max_length=255, blank=True)
+    redirects_checked = models.BooleanField(default=False)
+    loaded = models.BooleanField(default=False)
+
+    class Meta:
+        verbose_name = _("preloaded domain")
+        verbose_name_plural = _("preloaded domains")
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="preload_domain_unique_name")]
+        indexes = [
+            models.Index(fields=["run", "dns"], name="preload_domain_dns"),
+            models.Index(fields=["run", "id"], name="preload_domain_unloaded", condition=Q(loaded=False)),
+        ]
+
+    def __str__(self):
+        return self.name

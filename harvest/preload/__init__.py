@@ -1,0 +1,1 @@
+"""Broad-crawl preparation (preload): sources, merge, DNS check, redirect discovery, load."""

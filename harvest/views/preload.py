@@ -1,0 +1,233 @@
+"""Broad-crawl preparation pages (Operations): start a run from uploaded lists, watch its progress,
+stop and resume it, read its statistics and invalid lines, take the statistics as CSV."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.db import transaction
+from django.shortcuts import get_object_or_404, redirect
+from django.urls import path
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+from django.views.generic import DetailView, View
+
+from harvest.choices import HarvestKind
+from harvest.models import HarvestDefinition, PreloadInvalidLine, PreloadRun
+from harvest.services.preload import SourceSpec, preload_create, preload_stop, statistics_rows
+from harvest.views.jobs import htmx_response
+from harvest.views.reports import csv_response
+from webarchive.permissions import ADD, CHANGE, VIEW, Area
+from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerysetMixin, ServiceFormView
+
+SOURCE_SLOTS = 3
+INVALID_SHOWN = 100
+
+
+class PreloadMixin(AreaRequiredMixin):
+    area = Area.OPERATIONS
+    model_permission = (VIEW, PreloadRun)
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """Several files in one input (a registry's list in parts)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("widget", MultipleFileInput())
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data, initial=None):
+        single = super().clean
+        if isinstance(data, list | tuple):
+            return [single(item, initial) for item in data]
+        return [single(data, initial)] if data else []
+
+
+class PreloadForm(forms.Form):
+    harvest_definition = forms.ModelChoiceField(
+        queryset=HarvestDefinition.objects.filter(kind=HarvestKind.SNAPSHOT).order_by("name"),
+        label=gettext_lazy("Snapshot harvest definition"),
+        help_text=gettext_lazy("The snapshot that takes the active domains once they are loaded."),
+    )
+    include_selection = forms.BooleanField(
+        required=False,
+        initial=True,
+        label=gettext_lazy("Add the librarians' validated records (source “selection”)"),
+    )
+    check_dns = forms.BooleanField(required=False, initial=True, label=gettext_lazy("Check DNS"))
+    find_redirects = forms.BooleanField(
+        required=False, initial=True, label=gettext_lazy("Discover redirects")
+    )
+    nameservers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label=gettext_lazy("Nameservers"),
+        help_text=gettext_lazy("HOST or HOST:PORT, one per line; empty: the system's."),
+    )
+    dns_timeout = forms.FloatField(
+        min_value=0.1, max_value=60, initial=2.0, label=gettext_lazy("DNS timeout (s)")
+    )
+    dns_retries = forms.IntegerField(min_value=0, max_value=10, initial=1, label=gettext_lazy("DNS retries"))
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for number in range(1, SOURCE_SLOTS + 1):
+            self.fields[f"source_{number}"] = forms.CharField(
+                required=False, max_length=100, label=_("Source %(n)d: name") % {"n": number}
+            )
+            self.fields[f"files_{number}"] = MultipleFileField(
+                required=False,
+                label=_("Source %(n)d: files") % {"n": number},
+                help_text=_("One domain or URL per line (# comments), or a CSV file with the column below."),
+            )
+            self.fields[f"column_{number}"] = forms.CharField(
+                required=False, max_length=200, label=_("Source %(n)d: CSV column")
+            )
+
+    def clean(self):
+        data = super().clean()
+        for number in range(1, SOURCE_SLOTS + 1):
+            name, files = data.get(f"source_{number}", ""), data.get(f"files_{number}") or []
+            if files and not name:
+                self.add_error(f"source_{number}", _("Name the source of these files."))
+            if name and not files:
+                self.add_error(f"files_{number}", _("Give the files of this source."))
+        return data
+
+
+class PreloadListView(PreloadMixin, ObjectListView):
+    model = PreloadRun
+    queryset = PreloadRun.objects.select_related("harvest_definition")
+    template_name = "harvest/preload_list.html"
+    columns = ["id", "harvest_definition", "state", "stage", "created_at", "ended_at"]
+
+
+class PreloadStartView(PreloadMixin, ServiceFormView):
+    model_permission = (ADD, PreloadRun)
+    form_class = PreloadForm
+    title = gettext_lazy("Prepare a broad crawl")
+    submit_label = gettext_lazy("Start")
+
+    def perform(self, form):
+        data = form.cleaned_data
+        folder = Path(settings.PRELOAD_UPLOAD_DIR) / timezone.now().strftime("%Y%m%d-%H%M%S")
+        sources = []
+        for number in range(1, SOURCE_SLOTS + 1):
+            for upload in data.get(f"files_{number}") or []:
+                folder.mkdir(parents=True, exist_ok=True)
+                target = folder / f"{uuid.uuid4().hex[:8]}-{Path(upload.name).name}"
+                with target.open("wb") as stream:
+                    for chunk in upload.chunks():
+                        stream.write(chunk)
+                sources.append(
+                    SourceSpec(
+                        name=data[f"source_{number}"], path=str(target), column=data[f"column_{number}"]
+                    )
+                )
+        run = preload_create(
+            harvest_definition=data["harvest_definition"],
+            sources=sources,
+            check_dns=data["check_dns"],
+            find_redirects=data["find_redirects"],
+            include_selection=data["include_selection"],
+            nameservers=data["nameservers"].splitlines(),
+            dns_timeout=data["dns_timeout"],
+            dns_retries=data["dns_retries"],
+            user=self.request.user,
+        )
+        send_preload(run.pk)
+        messages.success(self.request, _("The preparation %(pk)d has started.") % {"pk": run.pk})
+        return run
+
+
+def send_preload(run_id: int) -> None:
+    from harvest.tasks import preload
+
+    transaction.on_commit(lambda: preload.delay(run_id))
+
+
+class PreloadDetailView(PreloadMixin, RestrictedQuerysetMixin, DetailView):
+    model = PreloadRun
+    queryset = PreloadRun.objects.select_related("harvest_definition", "created_by")
+    template_name = "harvest/preload_detail.html"
+
+    def get_template_names(self):
+        return ["harvest/preload_progress.html" if self.request.htmx else self.template_name]
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        run = self.object
+        context.update(
+            {
+                "progress": run_progress(run),
+                "sources": run.sources.all(),
+                "invalid_lines": PreloadInvalidLine.objects.filter(source__run=run).select_related("source")[
+                    :INVALID_SHOWN
+                ],
+                "statistics": run.statistics,
+                "active": run.state in (PreloadRun.State.QUEUED, PreloadRun.State.RUNNING),
+                "may_change": self.request.user.has_perm("harvest.change_preloadrun"),
+            }
+        )
+        return context
+
+    def render_to_response(self, context, **kwargs):
+        return htmx_response(self.request, super().render_to_response(context, **kwargs))
+
+
+def run_progress(run: PreloadRun) -> dict:
+    """The stage's share done, its rate and the time left at that rate."""
+    elapsed = (timezone.now() - run.stage_started_at).total_seconds() if run.stage_started_at else 0
+    rate = run.stage_done / elapsed if elapsed > 0 else 0.0
+    left = (
+        (run.stage_total - run.stage_done) / rate if rate > 0 and run.stage_total > run.stage_done else None
+    )
+    percent = min(100, run.stage_done * 100 // run.stage_total) if run.stage_total else 0
+    return {"percent": percent, "rate": rate, "seconds_left": int(left) if left is not None else None}
+
+
+class PreloadActionView(PreloadMixin, View):
+    model_permission = (CHANGE, PreloadRun)
+
+    def post(self, request, pk, action):
+        run = get_object_or_404(PreloadRun, pk=pk)
+        if action == "stop":
+            preload_stop(run=run, user=request.user)
+            messages.success(request, _("The preparation will stop after its current batch."))
+        elif run.state in (PreloadRun.State.STOPPED, PreloadRun.State.FAILED):
+            PreloadRun.objects.filter(pk=run.pk).update(state=PreloadRun.State.QUEUED, stop_requested=False)
+            send_preload(run.pk)
+            messages.success(
+                request,
+                _("The preparation resumes at stage: %(stage)s.") % {"stage": run.get_stage_display()},
+            )
+        else:
+            messages.error(request, _("Only a stopped or failed preparation can be resumed."))
+        return redirect(run.get_absolute_url())
+
+
+class PreloadStatisticsCsvView(PreloadMixin, View):
+    def get(self, request, pk):
+        run = get_object_or_404(PreloadRun, pk=pk)
+        return csv_response(statistics_rows(run), f"preload-{run.pk}-statistics.csv")
+
+
+urlpatterns = [
+    path("preload/", PreloadListView.as_view(), name="preload_list"),
+    path("preload/new/", PreloadStartView.as_view(), name="preload_start"),
+    path("preload/<int:pk>/", PreloadDetailView.as_view(), name="preload_detail"),
+    path("preload/<int:pk>/stop/", PreloadActionView.as_view(), {"action": "stop"}, name="preload_stop"),
+    path(
+        "preload/<int:pk>/resume/", PreloadActionView.as_view(), {"action": "resume"}, name="preload_resume"
+    ),
+    path("preload/<int:pk>/statistics.csv", PreloadStatisticsCsvView.as_view(), name="preload_statistics"),
+]
