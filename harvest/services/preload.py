@@ -3,9 +3,9 @@
 A :class:`~harvest.models.PreloadRun` goes through five stages, each resumable:
 
 1. **ingest** — every source (a file of domains or URLs, a CSV column, the librarians' validated
-   records) is read line by line; each line is normalised to its registered domain (lower case,
-   punycode, scheme, path and ``www.`` stripped; a URL is kept as a seed) or reported with its
-   line number and reason. A source is read in one transaction: an interrupted one is read again.
+   records) is read line by line; each line is normalised (harvest.preload.sources) to its
+   registered domain (lower case, punycode, scheme, path and ``www.`` stripped; a URL is kept as
+   a seed) or reported with its line number and reason. A source is read in one transaction: an interrupted one is read again.
 2. **merge** — one SQL statement groups the accepted lines by domain, remembering every source
    (and seed), and marks which domains the database does not know yet.
 3. **DNS check** — every domain is resolved (harvest.preload.dns) in batches; each batch's
@@ -24,7 +24,6 @@ Memory stays bounded: files and tables are streamed, batches are a few thousand 
 from __future__ import annotations
 
 import csv
-import io
 import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -32,7 +31,6 @@ from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 
-import idna
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
@@ -53,9 +51,9 @@ from harvest.models import (
     SeedList,
 )
 from harvest.models.domains import DEFAULT_CONFIGURATION, DEFAULT_SEED_LIST, UNLIMITED
+from harvest.preload.sources import SourceLine, csv_columns, file_lines, normalise_entry
 from harvest.services.domains import default_template
 from webarchive.permissions import ADD, CHANGE, require
-from webarchive.urlnorm import InvalidURL, _extractor, normalise_url, url_host
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +61,6 @@ SELECTION_SOURCE = "selection"
 BATCH = 5000
 INVALID_KEPT = 1000  # invalid lines kept per source (all are counted)
 SOURCE_NAME = re.compile(r"^[\w .()'-]{1,100}$")
-_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 STAGES = [
     PreloadRun.Stage.INGEST,
     PreloadRun.Stage.MERGE,
@@ -77,90 +74,20 @@ class Stopped(Exception):
     """An engineer asked the run to stop: it stops between two batches, resumable."""
 
 
-# Normalisation -------------------------------------------------------------------------------
-
-
-def normalise_entry(text: str) -> tuple[str, str]:
-    """(registered domain, seed URL or "") of one line of a list; ValueError says why not."""
-    text = text.strip()
-    seed = ""
-    if "/" in text or ":" in text.replace("::", ""):
-        try:
-            seed = normalise_url(text)
-        except InvalidURL as error:
-            raise ValueError(str(error)) from None
-        host = url_host(seed)
-    else:
-        host = text.lower().rstrip(".")
-    if not host:
-        raise ValueError(_("no host name"))
-    if host.replace(".", "").isdigit() or ":" in host:
-        raise ValueError(_("an address, not a domain name"))
-    if not host.isascii():
-        try:
-            host = idna.encode(host, uts46=True).decode("ascii")
-        except idna.IDNAError as error:
-            raise ValueError(
-                _("not a valid international domain name (%(error)s)") % {"error": error}
-            ) from None
-    labels = host.split(".")
-    if any(not _LABEL.match(label) for label in labels):
-        raise ValueError(_("not a valid domain name"))
-    if "xn--" in host:
-        try:
-            idna.decode(host)
-        except idna.IDNAError as error:
-            raise ValueError(
-                _("not a valid international domain name (%(error)s)") % {"error": error}
-            ) from None
-    extracted = _extractor()(host)
-    if not extracted.suffix:
-        raise ValueError(_("no public suffix (such as .fr or .co.uk)"))
-    if not extracted.domain:
-        raise ValueError(_("a public suffix, not a domain"))
-    return f"{extracted.domain}.{extracted.suffix}", seed
-
-
-@dataclass
-class SourceLine:
-    number: int
-    text: str
+# Sources -------------------------------------------------------------------------------------
 
 
 def source_lines(source: PreloadSource) -> Iterator[SourceLine]:
-    """The meaningful lines of a source (a list: one per line, ``#`` comments; a CSV: one column)."""
-    if not source.path:  # the librarians' validated records
-        from selection.choices import RecordStatus
-        from selection.models import Record
-
-        urls = Record.objects.filter(status=RecordStatus.VALIDATED, is_active=True).values_list("pk", "url")
-        for pk, url in urls.order_by("pk").iterator(chunk_size=BATCH):
-            yield SourceLine(pk, url)
+    """The meaningful lines of a source: its file's, or the URLs of the librarians' validated records."""
+    if source.path:
+        yield from file_lines(source.path, column=source.column)
         return
-    with open(source.path, encoding="utf-8-sig", errors="replace", newline="") as stream:
-        if not source.column:
-            for number, line in enumerate(stream, start=1):
-                line = line.strip()
-                if line and not line.startswith("#"):
-                    yield SourceLine(number, line)
-            return
-        header = stream.readline()
-        dialect = csv.Sniffer().sniff(header, delimiters=",;\t") if header.strip() else csv.excel
-        names = [name.strip() for name in next(csv.reader([header], dialect))] if header.strip() else []
-        index = names.index(source.column)  # checked when the run was created
-        for number, row in enumerate(csv.reader(stream, dialect), start=2):
-            cell = row[index].strip() if index < len(row) else ""
-            if cell:
-                yield SourceLine(number, cell)
+    from selection.choices import RecordStatus
+    from selection.models import Record
 
-
-def csv_columns(path: str) -> list[str]:
-    with open(path, encoding="utf-8-sig", errors="replace", newline="") as stream:
-        header = stream.readline()
-    if not header.strip():
-        return []
-    dialect = csv.Sniffer().sniff(header, delimiters=",;\t")
-    return [name.strip() for name in next(csv.reader([header], dialect))]
+    urls = Record.objects.filter(status=RecordStatus.VALIDATED, is_active=True).values_list("pk", "url")
+    for pk, url in urls.order_by("pk").iterator(chunk_size=BATCH):
+        yield SourceLine(pk, url)
 
 
 # Creating a run ------------------------------------------------------------------------------
@@ -680,10 +607,3 @@ def statistics_rows(run: PreloadRun) -> Iterator[list]:
             yield ["run", key, stats[key], "", "", ""]
     for tld, count in stats.get("tlds", {}).items():
         yield ["tld", tld, count, "", "", ""]
-
-
-def invalid_lines_text(run: PreloadRun) -> str:
-    out = io.StringIO()
-    for line in PreloadInvalidLine.objects.filter(source__run=run).select_related("source"):
-        out.write(f"{line.source.name}:{line.line}: {line.reason}: {line.text}\n")
-    return out.getvalue()

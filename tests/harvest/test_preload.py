@@ -19,11 +19,12 @@ from django.utils import timezone
 
 from harvest.choices import HarvestKind
 from harvest.models import Domain, Job, PreloadDomain, PreloadRun, SeedList
+from harvest.preload.sources import normalise_entry
 from harvest.services import preload as preload_service
 from harvest.services.domains import domain_create
 from harvest.services.launcher import launch_due
 from harvest.services.planning import definition_run_now, definition_save
-from harvest.services.preload import SourceSpec, normalise_entry, preload_create, preload_run
+from harvest.services.preload import SourceSpec, preload_create, preload_run
 from selection.choices import RecordStatus
 from tests.factories import RecordFactory
 from webarchive.permissions import Role
