@@ -5,7 +5,8 @@ A :class:`~harvest.models.PreloadRun` goes through five stages, each resumable:
 1. **ingest** — every source (a file of domains or URLs, a CSV column, the librarians' validated
    records) is read line by line; each line is normalised (harvest.preload.sources) to its
    registered domain (lower case, punycode, scheme, path and ``www.`` stripped; a URL is kept as
-   a seed) or reported with its line number and reason. A source is read in one transaction: an interrupted one is read again.
+   a seed) or reported with its line number and reason. A source is read in one transaction: an
+   interrupted one is read again.
 2. **merge** — one SQL statement groups the accepted lines by domain, remembering every source
    (and seed), and marks which domains the database does not know yet.
 3. **DNS check** — every domain is resolved (harvest.preload.dns) in batches; each batch's
