@@ -293,16 +293,23 @@ def ingest_source(run: PreloadRun, source: PreloadSource) -> None:
     source.save(update_fields=["lines", "accepted", "invalid", "ingested"])
 
 
+COPY_BATCH = 100_000
+
+
 def _insert_entries(rows: Iterator[tuple]) -> None:
-    """COPY on PostgreSQL (the database's own bulk path), batched INSERTs elsewhere."""
+    """COPY on PostgreSQL (the database's own bulk path), batched INSERTs elsewhere.
+
+    Rows are gathered a batch at a time before each COPY: a source read from the database (the
+    librarians' records) queries it between batches, which it cannot do while a COPY is open."""
     if connection.vendor == "postgresql":
         table = PreloadEntry._meta.db_table
-        with (
-            connection.cursor() as cursor,
-            cursor.copy(f"COPY {table} (run_id, source_id, name, seed) FROM STDIN") as copy,
-        ):
-            for row in rows:
-                copy.write_row(row)
+        for batch in _batches(rows, COPY_BATCH):
+            with (
+                connection.cursor() as cursor,
+                cursor.copy(f"COPY {table} (run_id, source_id, name, seed) FROM STDIN") as copy,
+            ):
+                for row in batch:
+                    copy.write_row(row)
         return
     for batch in _batches(rows):
         PreloadEntry.objects.bulk_create(
