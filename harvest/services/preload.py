@@ -35,7 +35,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Count, Max, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, Max, OuterRef, Q, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -347,20 +347,22 @@ def stage_merge(run: PreloadRun, progress) -> None:
             " GROUP BY e.run_id, e.name"
         )
         sources = "group_concat(e.sname, ',')"
+    # Known or new, and (without a DNS check) taken as live, in the same statement: no second pass
+    # over millions of rows.
+    dns = PreloadDomain.Dns.PENDING if run.check_dns else PreloadDomain.Dns.SKIPPED
+    domains = Domain._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             INSERT INTO {target}
-                (run_id, name, sources, seeds, is_new, dns, dns_detail, redirect_from,
+                (run_id, name, sources, seeds, domain_id, is_new, dns, dns_detail, redirect_from,
                  redirects_checked, loaded)
-            SELECT e.run_id, e.name, {sources}, {seeds}, %s, %s, '', '', %s, %s
-            FROM {grouped}
+            SELECT g.run_id, g.name, g.sources, g.seeds, d.id, d.id IS NULL, %s, '', '', %s, %s
+            FROM (SELECT e.run_id, e.name, {sources} AS sources, {seeds} AS seeds FROM {grouped}) g
+            LEFT JOIN {domains} d ON d.name = g.name
             """,  # noqa: S608 (table names from the models, values as parameters)
-            [False, PreloadDomain.Dns.PENDING, False, False, run.pk],
+            [dns, False, False, run.pk],
         )
-    known = Domain.objects.filter(name=OuterRef("name")).values("pk")[:1]
-    PreloadDomain.objects.filter(run=run).update(domain=Subquery(known))
-    PreloadDomain.objects.filter(run=run, domain__isnull=True).update(is_new=True)
     total = PreloadDomain.objects.filter(run=run).count()
     _advance(run, total, progress, total=total)
 
@@ -549,14 +551,14 @@ def _load_batch(run: PreloadRun, first: int, last: int, template_id: int) -> Non
         )
     )
     batch = PreloadDomain.objects.filter(run=run, pk__gte=first, pk__lte=last, loaded=False)
-    batch.update(domain=Subquery(Domain.objects.filter(name=OuterRef("name")).values("pk")[:1]), loaded=True)
-    loaded = PreloadDomain.objects.filter(run=run, pk__gte=first, pk__lte=last, domain__isnull=False)
+    known = batch.filter(is_new=False)
     Domain.objects.filter(
-        pk__in=loaded.filter(dns=PreloadDomain.Dns.FAILED).values("domain"), is_active=True
+        name__in=known.filter(dns=PreloadDomain.Dns.FAILED).values("name"), is_active=True
     ).update(is_active=False, dns_failed_at=now)
     Domain.objects.filter(
-        pk__in=loaded.filter(dns=PreloadDomain.Dns.LIVE).values("domain"), dns_failed_at__isnull=False
+        name__in=known.filter(dns=PreloadDomain.Dns.LIVE).values("name"), dns_failed_at__isnull=False
     ).update(is_active=True, dns_failed_at=None)
+    batch.update(loaded=True)
 
 
 STAGE_FUNCTIONS = {
@@ -574,17 +576,28 @@ STAGE_FUNCTIONS = {
 def preload_statistics(run: PreloadRun) -> dict:
     """Domains per source and new per source, DNS failures, redirects found, domains per TLD, inactive."""
     domains = PreloadDomain.objects.filter(run=run)
-    per_source = {}
-    for name in run.sources.order_by("name").values_list("name", flat=True).distinct():
-        files = run.sources.filter(name=name).aggregate(lines=Sum("lines"), invalid=Sum("invalid"))
-        entries = PreloadEntry.objects.filter(run=run, source__name=name).values("name")
-        in_source = domains.filter(name__in=entries)
-        per_source[name] = {
-            "lines": files["lines"] or 0,
-            "invalid": files["invalid"] or 0,
-            "domains": in_source.count(),
-            "new": in_source.filter(is_new=True).count(),
-        }
+    per_source = {
+        name: {"lines": 0, "invalid": 0, "domains": 0, "new": 0}
+        for name in run.sources.order_by("name").values_list("name", flat=True)
+    }
+    for name, lines, invalid in run.sources.values_list("name", "lines", "invalid"):
+        per_source[name]["lines"] += lines
+        per_source[name]["invalid"] += invalid
+    entry, source, staged = (
+        PreloadEntry._meta.db_table,
+        PreloadSource._meta.db_table,
+        PreloadDomain._meta.db_table,
+    )
+    with connection.cursor() as cursor:  # one pass over the entries, whatever the number of sources
+        cursor.execute(
+            f"""SELECT s.name, COUNT(DISTINCT e.name), COUNT(DISTINCT CASE WHEN p.is_new THEN e.name END)
+            FROM {entry} e JOIN {source} s ON s.id = e.source_id
+            JOIN {staged} p ON p.run_id = e.run_id AND p.name = e.name
+            WHERE e.run_id = %s GROUP BY s.name""",  # noqa: S608
+            [run.pk],
+        )
+        for name, count, new in cursor.fetchall():
+            per_source[name].update(domains=count, new=new)
     tlds: dict[str, int] = {}
     for name in domains.values_list("name", flat=True).iterator(chunk_size=BATCH):
         tld = name.rsplit(".", 1)[-1]
