@@ -188,38 +188,31 @@ def domains_create_from_list(*, text: str, user=None, skip_invalid: bool = False
     return report
 
 
-def _batches(items: Iterable, size: int) -> Iterator[list]:
+def batches(items: Iterable, size: int) -> Iterator[list]:
+    """Lists of at most ``size`` items, read lazily from ``items``."""
     iterator = iter(items)
     while batch := list(islice(iterator, size)):
         yield batch
 
 
 @transaction.atomic
-def domains_create_bulk(
-    *, names: Iterable[str], user=None, batch_size: int = 5000, seeds: dict[str, str] | None = None
-) -> int:
+def domains_create_bulk(*, names: Iterable[str], user=None, batch_size: int = 5000) -> int:
     """Create many new domains (already normalised, not yet known) with their defaults, in bulk.
 
     A few statements per batch instead of several per domain: this is how
     lists of millions of domains are loaded. Each domain gets a history row.
-    ``seeds`` gives some domains their own default seeds (one URL per line)
-    instead of http(s)://(www.)name/.
     """
-    seeds = seeds or {}
     require(user, ADD, Domain)
     template = default_template()
     created = 0
-    for batch in _batches(names, batch_size):
+    for batch in batches(names, batch_size):
         domains = bulk_create_with_history(
             [Domain(name=name) for name in batch], Domain, batch_size=batch_size, default_user=user
         )
         if not domains or domains[0].pk is None:  # backends without RETURNING
             domains = list(Domain.objects.filter(name__in=batch))
         seed_lists = SeedList.objects.bulk_create(
-            [
-                SeedList(domain=d, name=DEFAULT_SEED_LIST, seeds=seeds.get(d.name) or default_seeds(d.name))
-                for d in domains
-            ]
+            [SeedList(domain=d, name=DEFAULT_SEED_LIST, seeds=default_seeds(d.name)) for d in domains]
         )
         configurations = DomainConfiguration.objects.bulk_create(
             [DomainConfiguration(domain=d, name=DEFAULT_CONFIGURATION, template=template) for d in domains]

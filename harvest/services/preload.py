@@ -29,7 +29,6 @@ import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import islice
 from pathlib import Path
 
 from django.conf import settings
@@ -53,7 +52,7 @@ from harvest.models import (
 )
 from harvest.models.domains import DEFAULT_CONFIGURATION, DEFAULT_SEED_LIST, UNLIMITED
 from harvest.preload.sources import SourceLine, csv_columns, file_lines, normalise_entry
-from harvest.services.domains import default_template
+from harvest.services.domains import batches, default_template
 from webarchive.permissions import ADD, CHANGE, require
 
 logger = logging.getLogger(__name__)
@@ -243,12 +242,6 @@ def _advance(run: PreloadRun, done: int, progress, *, total: int | None = None) 
         raise Stopped
 
 
-def _batches(items: Iterable, size: int = BATCH) -> Iterator[list]:
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch
-
-
 # 1. Ingest
 
 
@@ -303,7 +296,7 @@ def _insert_entries(rows: Iterator[tuple]) -> None:
     librarians' records) queries it between batches, which it cannot do while a COPY is open."""
     if connection.vendor == "postgresql":
         table = PreloadEntry._meta.db_table
-        for batch in _batches(rows, COPY_BATCH):
+        for batch in batches(rows, COPY_BATCH):
             with (
                 connection.cursor() as cursor,
                 cursor.copy(f"COPY {table} (run_id, source_id, name, seed) FROM STDIN") as copy,
@@ -311,7 +304,7 @@ def _insert_entries(rows: Iterator[tuple]) -> None:
                 for row in batch:
                     copy.write_row(row)
         return
-    for batch in _batches(rows):
+    for batch in batches(rows, BATCH):
         PreloadEntry.objects.bulk_create(
             [PreloadEntry(run_id=r, source_id=s, name=n, seed=seed) for r, s, n, seed in batch],
             batch_size=BATCH,
