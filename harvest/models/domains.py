@@ -48,6 +48,7 @@ class Domain(models.Model):
         related_name="aliases",
         verbose_name=_("alias of"),
         help_text=_("The domain this one is the same site as (harvested there, skipped in snapshots)."),
+        db_index=False,  # a partial index (Meta): nearly every domain is no alias
     )
     alias_updated_at = models.DateTimeField(
         _("alias set or renewed at"), null=True, blank=True, editable=False
@@ -75,13 +76,22 @@ class Domain(models.Model):
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
-    history = HistoricalRecords(excluded_fields=["updated_at"])
+    # History is looked up by the domain's id; the other indexes a history table would copy cost
+    # every write (millions in a broad-crawl preparation) and serve no query.
+    history = HistoricalRecords(
+        excluded_fields=["updated_at"], no_db_index=["name", "alias_of", "default_configuration"]
+    )
     objects = DomainQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("domain")
         verbose_name_plural = _("domains")
         ordering = ["name"]
+        indexes = [
+            models.Index(
+                fields=["alias_of"], name="harvest_domain_alias_of", condition=Q(alias_of__isnull=False)
+            )
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=~Q(alias_of=models.F("pk")),
@@ -115,8 +125,9 @@ class Domain(models.Model):
 class SeedList(models.Model):
     """Named start URLs of a domain, one per line (``#`` starts a comment)."""
 
+    # No index of its own: the unique (domain, name) constraint serves the lookups by domain.
     domain = models.ForeignKey(
-        Domain, on_delete=models.PROTECT, related_name="seed_lists", verbose_name=_("domain")
+        Domain, on_delete=models.PROTECT, related_name="seed_lists", verbose_name=_("domain"), db_index=False
     )
     name = models.CharField(_("name"), max_length=200)
     seeds = models.TextField(
@@ -150,8 +161,13 @@ class SeedList(models.Model):
 class DomainConfiguration(models.Model):
     """How a domain is harvested: a template, seed lists and a budget (max objects/bytes)."""
 
+    # No index of its own: the unique (domain, name) constraint serves the lookups by domain.
     domain = models.ForeignKey(
-        Domain, on_delete=models.PROTECT, related_name="configurations", verbose_name=_("domain")
+        Domain,
+        on_delete=models.PROTECT,
+        related_name="configurations",
+        verbose_name=_("domain"),
+        db_index=False,
     )
     name = models.CharField(_("name"), max_length=200)
     template = models.ForeignKey(
@@ -184,6 +200,7 @@ class DomainConfiguration(models.Model):
         related_name="+",
         verbose_name=_("transferred from collection"),
         editable=False,
+        db_index=False,  # a partial index (Meta): most configurations come from no collection
     )
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
@@ -193,6 +210,13 @@ class DomainConfiguration(models.Model):
         verbose_name = _("domain configuration")
         verbose_name_plural = _("domain configurations")
         ordering = ["domain__name", "name"]
+        indexes = [
+            models.Index(
+                fields=["source_collection"],
+                name="harvest_configuration_source",
+                condition=Q(source_collection__isnull=False),
+            )
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["domain", "name"],
