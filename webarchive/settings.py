@@ -94,6 +94,13 @@ PRELOAD_DNS_CONCURRENCY = env.int("PRELOAD_DNS_CONCURRENCY", default=100)
 PRELOAD_REDIRECT_TIMEOUT = env.float("PRELOAD_REDIRECT_TIMEOUT", default=10.0)
 PRELOAD_REDIRECT_CONCURRENCY = env.int("PRELOAD_REDIRECT_CONCURRENCY", default=50)
 PRELOAD_REDIRECT_URL = env("PRELOAD_REDIRECT_URL", default="http://{host}/")
+# Lists of at least PRELOAD_PARALLEL_BYTES are normalised by PRELOAD_PROCESSES processes.
+PRELOAD_PROCESSES = env.int("PRELOAD_PROCESSES", default=os.cpu_count() or 1)
+PRELOAD_PARALLEL_BYTES = env.int("PRELOAD_PARALLEL_BYTES", default=4_000_000)
+# Connections merging and loading side by side (PostgreSQL; SQLite works on one).
+PRELOAD_CONNECTIONS = env.int("PRELOAD_CONNECTIONS", default=2)
+# Memory PostgreSQL may use for each sort of the merge and the load (SET LOCAL work_mem).
+PRELOAD_WORK_MEM = env("PRELOAD_WORK_MEM", default="256MB")
 PRELOAD_UPLOAD_DIR = Path(env("PRELOAD_UPLOAD_DIR", default=str(VAR_DIR / "preload")))
 
 # Reports (docs/reports.md): the bounds of the domain size classes, in URLs collected per domain

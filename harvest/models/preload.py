@@ -7,12 +7,10 @@ and records where it stands after every batch, so that an interrupted run resume
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from harvest.models.definitions import HarvestDefinition
-from harvest.models.domains import Domain
 
 
 class PreloadRun(models.Model):
@@ -57,6 +55,10 @@ class PreloadRun(models.Model):
     stage_total = models.BigIntegerField(_("to do in this stage"), default=0)
     stage_started_at = models.DateTimeField(_("stage started at"), null=True, blank=True)
     stop_requested = models.BooleanField(_("stop requested"), default=False)
+    # The load takes the staged domains by ranges of ids (batch k: ids from k times the batch size), a
+    # range per transaction, which adds k here: no per-row flag to rewrite, and ranges loaded
+    # side by side by several connections each leave their mark.
+    loaded_batches = models.JSONField(_("batches loaded"), default=list, blank=True, editable=False)
     statistics = models.JSONField(_("statistics"), default=dict, blank=True)
     error = models.TextField(_("error"), blank=True)
     created_by = models.ForeignKey(
@@ -125,22 +127,27 @@ class PreloadInvalidLine(models.Model):
 
 
 class PreloadEntry(models.Model):
-    """One accepted line of one source: the registered domain and, when the line was a URL, the URL."""
+    """One accepted line of one source: the registered domain and, when the line was a URL, the URL.
 
-    run = models.ForeignKey(PreloadRun, on_delete=models.CASCADE, related_name="+", db_index=False)
-    source = models.ForeignKey(PreloadSource, on_delete=models.CASCADE, related_name="+")
+    A staging table written once by ``COPY`` and read whole by the merge: millions of rows, so no
+    index and no foreign-key constraint to maintain for each (deleting a run or source still
+    deletes its entries, through Django)."""
+
+    run = models.ForeignKey(
+        PreloadRun, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
+    source = models.ForeignKey(
+        PreloadSource, on_delete=models.CASCADE, related_name="+", db_index=False, db_constraint=False
+    )
     name = models.CharField(max_length=255)
     seed = models.TextField(blank=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["run", "name"], name="preload_entry_run_name")]
 
     def __str__(self):
         return self.name
 
 
 class PreloadDomain(models.Model):
-    """One domain of a run after the merge: its sources, seeds, DNS result, and whether it is loaded."""
+    """One domain of a run after the merge: its sources, seeds, whether it is new, its DNS result."""
 
     class Dns(models.TextChoices):
         PENDING = "pending", _("not checked yet")
@@ -148,26 +155,27 @@ class PreloadDomain(models.Model):
         FAILED = "failed", _("no DNS answer")
         SKIPPED = "skipped", _("not checked (taken as live)")
 
-    run = models.ForeignKey(PreloadRun, on_delete=models.CASCADE, related_name="domains", db_index=False)
+    run = models.ForeignKey(
+        PreloadRun, on_delete=models.CASCADE, related_name="domains", db_index=False, db_constraint=False
+    )
     name = models.CharField(_("domain"), max_length=255)
     sources = models.TextField(_("sources"), help_text=_("Source names, comma-separated."))
     seeds = models.TextField(_("seeds"), blank=True)
-    domain = models.ForeignKey(Domain, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # The domain's id when the database knew it at the merge (no constraint, no index: the load
+    # updates known domains by their primary key).
+    known_id = models.BigIntegerField(_("known domain"), null=True, blank=True, editable=False)
     is_new = models.BooleanField(_("new"), default=False)
     dns = models.CharField(_("DNS"), max_length=10, choices=Dns, default=Dns.PENDING)
     dns_detail = models.CharField(_("DNS detail"), max_length=200, blank=True)
     redirect_from = models.CharField(_("redirect from"), max_length=255, blank=True)
     redirects_checked = models.BooleanField(default=False)
-    loaded = models.BooleanField(default=False)
 
     class Meta:
         verbose_name = _("preloaded domain")
         verbose_name_plural = _("preloaded domains")
+        # The stages walk the rows in id order (the primary key); the name is looked up by the
+        # redirect discovery. No other index: each costs the merge and the checks millions of writes.
         constraints = [models.UniqueConstraint(fields=["run", "name"], name="preload_domain_unique_name")]
-        indexes = [
-            models.Index(fields=["run", "dns"], name="preload_domain_dns"),
-            models.Index(fields=["run", "id"], name="preload_domain_unloaded", condition=Q(loaded=False)),
-        ]
 
     def __str__(self):
         return self.name

@@ -7,14 +7,15 @@ from __future__ import annotations
 import csv
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import idna
 from django.utils.translation import gettext as _
 
 from webarchive.urlnorm import InvalidURL, _extractor, normalise_url, url_host
 
-_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
+_LABEL = r"(?!-)[a-z0-9_-]{1,63}(?<!-)"
+_HOST = re.compile(rf"(?:{_LABEL}\.)*{_LABEL}")  # every label: letters, digits, - and _, not at the ends
 
 
 def normalise_entry(text: str) -> tuple[str, str]:
@@ -40,8 +41,7 @@ def normalise_entry(text: str) -> tuple[str, str]:
             raise ValueError(
                 _("not a valid international domain name (%(error)s)") % {"error": error}
             ) from None
-    labels = host.split(".")
-    if any(not _LABEL.match(label) for label in labels):
+    if not _HOST.fullmatch(host):
         raise ValueError(_("not a valid domain name"))
     if "xn--" in host:
         try:
@@ -64,15 +64,40 @@ class SourceLine:
     text: str
 
 
-def file_lines(path: str, *, column: str = "") -> Iterator[SourceLine]:
-    """The meaningful lines of a list (one per line, ``#`` comments) or the cells of one CSV column."""
+BOM = b"\xef\xbb\xbf"
+
+
+def file_lines(
+    path: str, *, column: str = "", start: int = 0, end: int | None = None, tally: Tally | None = None
+) -> Iterator[SourceLine]:
+    """The meaningful lines of a list (one per line, ``#`` comments) or the cells of one CSV column.
+
+    A list can be read in parts: the lines that begin in bytes ``[start, end)`` (so parts cut at
+    any byte offsets share no line and miss none), numbered from 1 within the part; ``tally``
+    counts the part's lines, blank and comment lines included (to number the next part's)."""
+    if column:
+        if start or end is not None:
+            raise ValueError("a CSV file is read whole")
+        yield from _csv_cells(path, column)
+        return
+    with open(path, "rb") as stream:
+        if start:
+            stream.seek(start - 1)
+            stream.readline()  # the rest of the line that began before the part
+        position = stream.tell()
+        for number, raw in enumerate(stream, start=1):
+            if end is not None and position >= end:
+                break
+            position += len(raw)
+            if tally is not None:
+                tally.physical = number
+            line = (raw.removeprefix(BOM) if position == len(raw) else raw).decode("utf-8", "replace").strip()
+            if line and not line.startswith("#"):
+                yield SourceLine(number, line)
+
+
+def _csv_cells(path: str, column: str) -> Iterator[SourceLine]:
     with open(path, encoding="utf-8-sig", errors="replace", newline="") as stream:
-        if not column:
-            for number, line in enumerate(stream, start=1):
-                line = line.strip()
-                if line and not line.startswith("#"):
-                    yield SourceLine(number, line)
-            return
         header = stream.readline()
         dialect = csv.Sniffer().sniff(header, delimiters=",;\t") if header.strip() else csv.excel
         names = [name.strip() for name in next(csv.reader([header], dialect))] if header.strip() else []
@@ -81,6 +106,33 @@ def file_lines(path: str, *, column: str = "") -> Iterator[SourceLine]:
             cell = row[index].strip() if index < len(row) else ""
             if cell:
                 yield SourceLine(number, cell)
+
+
+@dataclass
+class Tally:
+    """What reading a source (or a part of it) found: lines, accepted, invalid, the first invalid kept."""
+
+    physical: int = 0  # lines of a list's part, blank and comment lines included
+    lines: int = 0
+    accepted: int = 0
+    invalid: int = 0
+    kept: list[tuple[int, str, str]] = field(default_factory=list)  # (line, text, reason)
+
+
+def normalised(lines: Iterator[SourceLine], tally: Tally, *, keep: int) -> Iterator[tuple[str, str]]:
+    """(domain, seed) of each line that gives one; the others counted in ``tally`` (the first
+    ``keep`` with their line number, text and reason)."""
+    for line in lines:
+        tally.lines += 1
+        try:
+            entry = normalise_entry(line.text)
+        except ValueError as error:
+            tally.invalid += 1
+            if len(tally.kept) < keep:
+                tally.kept.append((line.number, line.text[:500], str(error)[:500]))
+            continue
+        tally.accepted += 1
+        yield entry
 
 
 def csv_columns(path: str) -> list[str]:

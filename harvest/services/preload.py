@@ -5,8 +5,9 @@ A :class:`~harvest.models.PreloadRun` goes through five stages, each resumable:
 1. **ingest** — every source (a file of domains or URLs, a CSV column, the librarians' validated
    records) is read line by line; each line is normalised (harvest.preload.sources) to its
    registered domain (lower case, punycode, scheme, path and ``www.`` stripped; a URL is kept as
-   a seed) or reported with its line number and reason. A source is read in one transaction: an
-   interrupted one is read again.
+   a seed) or reported with its line number and reason. A large list is read by several
+   processes (harvest.preload.normaliser). A source is read in one transaction: an interrupted
+   one is read again.
 2. **merge** — one SQL statement groups the accepted lines by domain, remembering every source
    (and seed), and marks which domains the database does not know yet.
 3. **DNS check** — every domain is resolved (harvest.preload.dns) in batches; each batch's
@@ -15,7 +16,8 @@ A :class:`~harvest.models.PreloadRun` goes through five stages, each resumable:
    ``http://www.domain/`` (harvest.preload.redirects); a redirect to a registered domain no source
    gave, and the database does not know, adds it, tagged "redirect from X".
 5. **load** — new live domains are created in bulk with their seeds and default configuration
-   (a batch and its "loaded" marks in one transaction); existing domains without a DNS answer are
+   (a range of domains and its "loaded" mark on the run in one transaction, several ranges side by
+   side on PostgreSQL); existing domains without a DNS answer are
    made inactive (so the snapshot leaves them out), and those a preload made inactive that answer
    again are made active again.
 
@@ -25,17 +27,18 @@ Memory stays bounded: files and tables are streamed, batches are a few thousand 
 from __future__ import annotations
 
 import csv
+import itertools
 import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
-from django.db.models import Count, Max, OuterRef, Q, Subquery
-from django.utils import timezone
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone, translation
 from django.utils.translation import gettext as _
 
 from harvest.choices import HarvestKind
@@ -51,7 +54,8 @@ from harvest.models import (
     SeedList,
 )
 from harvest.models.domains import DEFAULT_CONFIGURATION, DEFAULT_SEED_LIST, UNLIMITED
-from harvest.preload.sources import SourceLine, csv_columns, file_lines, normalise_entry
+from harvest.preload.normaliser import PartsReader, rows_from_copy_text
+from harvest.preload.sources import SourceLine, Tally, csv_columns, file_lines, normalised
 from harvest.services.domains import batches, default_template
 from webarchive.permissions import ADD, CHANGE, require
 
@@ -256,37 +260,55 @@ def stage_ingest(run: PreloadRun, progress) -> None:
 
 @transaction.atomic
 def ingest_source(run: PreloadRun, source: PreloadSource) -> None:
-    """Read one source into entries (all or nothing: an interrupted source is read again)."""
+    """Read one source into entries (all or nothing: an interrupted source is read again).
+
+    A large list is read by several processes (harvest.preload.normaliser), whose rows go
+    straight to ``COPY``; a small one, a CSV column and the librarians' records in this process."""
     PreloadEntry.objects.filter(source=source).delete()
     PreloadInvalidLine.objects.filter(source=source).delete()
-    lines = accepted = invalid = 0
-    invalid_rows: list[PreloadInvalidLine] = []
-
-    def entries() -> Iterator[tuple]:
-        nonlocal lines, accepted, invalid
-        for line in source_lines(source):
-            lines += 1
-            try:
-                name, seed = normalise_entry(line.text)
-            except ValueError as error:
-                invalid += 1
-                if len(invalid_rows) < INVALID_KEPT:
-                    invalid_rows.append(
-                        PreloadInvalidLine(
-                            source=source, line=line.number, text=line.text[:500], reason=str(error)[:500]
-                        )
-                    )
-                continue
-            accepted += 1
-            yield (run.pk, source.pk, name, seed)
-
-    _insert_entries(entries())
-    PreloadInvalidLine.objects.bulk_create(invalid_rows, batch_size=1000)
-    source.lines, source.accepted, source.invalid, source.ingested = lines, accepted, invalid, True
+    if _read_in_parts(source):
+        reader = PartsReader(
+            source.path,
+            run_id=run.pk,
+            source_id=source.pk,
+            processes=settings.PRELOAD_PROCESSES,
+            keep=INVALID_KEPT,
+            language=translation.get_language(),
+        )
+        _copy_blocks(reader)
+        tally = reader.tally
+    else:
+        tally = Tally()
+        entries = normalised(source_lines(source), tally, keep=INVALID_KEPT)
+        _insert_entries((run.pk, source.pk, name, seed) for name, seed in entries)
+    PreloadInvalidLine.objects.bulk_create(
+        [
+            PreloadInvalidLine(source=source, line=line, text=text, reason=reason)
+            for line, text, reason in tally.kept
+        ],
+        batch_size=1000,
+    )
+    source.lines, source.accepted, source.invalid, source.ingested = (
+        tally.lines,
+        tally.accepted,
+        tally.invalid,
+        True,
+    )
     source.save(update_fields=["lines", "accepted", "invalid", "ingested"])
 
 
+def _read_in_parts(source: PreloadSource) -> bool:
+    """A list (not a CSV column) large enough to be worth several processes, when there are several."""
+    return bool(
+        source.path
+        and not source.column
+        and settings.PRELOAD_PROCESSES > 1
+        and Path(source.path).stat().st_size >= settings.PRELOAD_PARALLEL_BYTES
+    )
+
+
 COPY_BATCH = 100_000
+ENTRY_COLUMNS = "(run_id, source_id, name, seed)"
 
 
 def _insert_entries(rows: Iterator[tuple]) -> None:
@@ -299,7 +321,7 @@ def _insert_entries(rows: Iterator[tuple]) -> None:
         for batch in batches(rows, COPY_BATCH):
             with (
                 connection.cursor() as cursor,
-                cursor.copy(f"COPY {table} (run_id, source_id, name, seed) FROM STDIN") as copy,
+                cursor.copy(f"COPY {table} {ENTRY_COLUMNS} FROM STDIN") as copy,
             ):
                 for row in batch:
                     copy.write_row(row)
@@ -311,63 +333,148 @@ def _insert_entries(rows: Iterator[tuple]) -> None:
         )
 
 
+def _copy_blocks(blocks: Iterable[bytes]) -> None:
+    """Blocks of entries in ``COPY`` text format: passed as they are to ``COPY`` on PostgreSQL."""
+    if connection.vendor == "postgresql":
+        table = PreloadEntry._meta.db_table
+        with connection.cursor() as cursor, cursor.copy(f"COPY {table} {ENTRY_COLUMNS} FROM STDIN") as copy:
+            for block in blocks:
+                copy.write(block)
+        return
+    _insert_entries(row for block in blocks for row in rows_from_copy_text(block))
+
+
 # 2. Merge
 
 
-@transaction.atomic
 def stage_merge(run: PreloadRun, progress) -> None:
-    """Group the entries by domain (sources and seeds kept), and mark the domains not known yet."""
-    PreloadDomain.objects.filter(run=run).delete()
+    """Group the entries by domain (sources and seeds kept), and mark the domains not known yet.
+
+    One statement over the entries, which have no index: a sort of millions of rows is what the
+    database does fastest, and every domain is marked known or new (and, without a DNS check,
+    live) as it is written, with no second pass. On PostgreSQL the names are cut into ranges for
+    ``PRELOAD_CONNECTIONS`` connections, each merging its range in its own transaction (a resumed
+    merge merges every range again: each replaces the run's rows in its range)."""
+    shares = _name_ranges(run, _side_by_side(settings.PRELOAD_CONNECTIONS))
+    if len(shares) == 1:
+        _merge_part(run, *shares[0])
+    else:
+        with ThreadPoolExecutor(max_workers=len(shares), thread_name_prefix="preload-merge") as pool:
+            for future in [pool.submit(_in_thread, _merge_part, run, *share) for share in shares]:
+                future.result()
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # the next stages read by ranges of ids: let the planner know
+            cursor.execute(f"ANALYZE {PreloadDomain._meta.db_table}")
+    total = PreloadDomain.objects.filter(run=run).count()
+    _advance(run, total, progress, total=total)
+
+
+def _side_by_side(connections: int) -> int:
+    """How many connections may work at once: one on SQLite (one writer), and one inside a
+    transaction (other connections would not see its rows)."""
+    if connection.vendor != "postgresql" or connection.in_atomic_block:
+        return 1
+    return max(1, connections)
+
+
+def _in_thread(function, *args) -> None:
+    try:
+        function(*args)
+    finally:
+        connection.close()  # this thread's own connection
+
+
+MERGE_SAMPLE = 200_000  # names sampled to cut the merge into ranges of about the same size
+
+
+def _name_ranges(run: PreloadRun, parts: int) -> list[tuple[str | None, str | None]]:
+    """Ranges of names ``[low, high)`` (None: unbounded) for ``parts`` connections, cut where a
+    sample of the entries puts the same number of names in each (each connection then writes its
+    own part of the name index, not the same pages as the others)."""
+    if parts == 1:
+        return [(None, None)]
+    lines = sum(run.sources.values_list("accepted", flat=True))
+    percent = min(100.0, max(0.01, 100.0 * MERGE_SAMPLE / max(lines, 1)))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""SELECT percentile_disc(%s) WITHIN GROUP (ORDER BY name)
+            FROM {PreloadEntry._meta.db_table} TABLESAMPLE SYSTEM (%s) WHERE run_id = %s""",  # noqa: S608
+            [[index / parts for index in range(1, parts)], percent, run.pk],
+        )
+        cuts = sorted({cut for cut in cursor.fetchone()[0] or [] if cut})
+    bounds = [None, *cuts, None]
+    return list(itertools.pairwise(bounds))
+
+
+@transaction.atomic
+def _merge_part(run: PreloadRun, low: str | None, high: str | None) -> None:
+    """Merge the names in ``[low, high)`` (after taking out the run's rows there, if any)."""
+    share = "(%s::text IS NULL OR {name} >= %s) AND (%s::text IS NULL OR {name} < %s)"
+    bounds = [low, low, high, high]
+    if connection.vendor != "postgresql":
+        share, bounds = "1 = 1", []  # one range: every name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {PreloadDomain._meta.db_table} WHERE run_id = %s"  # noqa: S608
+            f" AND {share.format(name='name')}",
+            [run.pk, *bounds],
+        )
     entry, source, target = (
         PreloadEntry._meta.db_table,
         PreloadSource._meta.db_table,
         PreloadDomain._meta.db_table,
     )
     if connection.vendor == "postgresql":
-        sources = "string_agg(DISTINCT s.name, ',' ORDER BY s.name)"
-        seeds = "coalesce(string_agg(DISTINCT nullif(e.seed, ''), E'\\n' ORDER BY nullif(e.seed, '')), '')"
-        grouped = f"{entry} e JOIN {source} s ON s.id = e.source_id WHERE e.run_id = %s"
-        grouped += " GROUP BY e.run_id, e.name"
+        grouped = f"""SELECT e.name, string_agg(DISTINCT s.name, ',' ORDER BY s.name) AS sources,
+                coalesce(string_agg(DISTINCT nullif(e.seed, ''), E'\\n' ORDER BY nullif(e.seed, '')), '')
+                    AS seeds
+            FROM {entry} e JOIN {source} s ON s.id = e.source_id
+            WHERE e.run_id = %s AND {share.format(name="e.name")}
+            GROUP BY e.name"""  # noqa: S608
+        parameters = [run.pk, *bounds]
     else:
-        # SQLite (3.40) has no ORDER BY inside an aggregate: concatenate rows already distinct and sorted.
-        seeds = (
-            f"coalesce((SELECT group_concat(x.seed, char(10)) FROM (SELECT DISTINCT seed FROM {entry}"  # noqa: S608
-            " WHERE run_id = e.run_id AND name = e.name AND seed != '' ORDER BY seed) x), '')"
-        )
-        grouped = (
-            f"(SELECT DISTINCT e.run_id, e.name, s.name AS sname FROM {entry} e JOIN {source} s"  # noqa: S608
-            " ON s.id = e.source_id WHERE e.run_id = %s ORDER BY e.name, s.name) e"
-            " GROUP BY e.run_id, e.name"
-        )
-        sources = "group_concat(e.sname, ',')"
-    # Known or new, and (without a DNS check) taken as live, in the same statement: no second pass
-    # over millions of rows.
+        # SQLite has no ORDER BY inside an aggregate: concatenate rows already distinct and sorted.
+        grouped = f"""SELECT g.name, g.sources, coalesce(k.seeds, '') AS seeds FROM
+            (SELECT x.name, group_concat(x.sname, ',') AS sources FROM
+                (SELECT DISTINCT e.name, s.name AS sname FROM {entry} e JOIN {source} s ON s.id = e.source_id
+                 WHERE e.run_id = %s ORDER BY e.name, s.name) x GROUP BY x.name) g
+            LEFT JOIN
+            (SELECT y.name, group_concat(y.seed, char(10)) AS seeds FROM
+                (SELECT DISTINCT name, seed FROM {entry} WHERE run_id = %s AND seed != ''
+                 ORDER BY name, seed) y
+             GROUP BY y.name) k ON k.name = g.name"""  # noqa: S608
+        parameters = [run.pk, run.pk]
     dns = PreloadDomain.Dns.PENDING if run.check_dns else PreloadDomain.Dns.SKIPPED
-    domains = Domain._meta.db_table
     with connection.cursor() as cursor:
+        _tune_for_bulk(cursor)
         cursor.execute(
             f"""
             INSERT INTO {target}
-                (run_id, name, sources, seeds, domain_id, is_new, dns, dns_detail, redirect_from,
-                 redirects_checked, loaded)
-            SELECT g.run_id, g.name, g.sources, g.seeds, d.id, d.id IS NULL, %s, '', '', %s, %s
-            FROM (SELECT e.run_id, e.name, {sources} AS sources, {seeds} AS seeds FROM {grouped}) g
-            LEFT JOIN {domains} d ON d.name = g.name
+                (run_id, name, sources, seeds, known_id, is_new, dns, dns_detail, redirect_from,
+                 redirects_checked)
+            SELECT %s, g.name, g.sources, g.seeds, d.id, d.id IS NULL, %s, '', '', %s
+            FROM ({grouped}) g LEFT JOIN {Domain._meta.db_table} d ON d.name = g.name
             """,  # noqa: S608 (table names from the models, values as parameters)
-            [dns, False, False, run.pk],
+            [run.pk, dns, False, *parameters],
         )
-    total = PreloadDomain.objects.filter(run=run).count()
-    _advance(run, total, progress, total=total)
+
+
+def _tune_for_bulk(cursor) -> None:
+    """For this transaction on PostgreSQL: sort in memory rather than on disk (the default 4 MB
+    spills millions of rows), and do not wait for the disk at each commit (a batch lost in a
+    crash is done again: the stage resumes from what is committed)."""
+    if connection.vendor == "postgresql":
+        cursor.execute("SET LOCAL work_mem = %s", [settings.PRELOAD_WORK_MEM])
+        cursor.execute("SET LOCAL synchronous_commit = off")
 
 
 # 3. DNS
 
 
 def stage_dns(run: PreloadRun, progress) -> None:
-    pending = PreloadDomain.objects.filter(run=run, dns=PreloadDomain.Dns.PENDING)
     if not run.check_dns:
-        pending.update(dns=PreloadDomain.Dns.SKIPPED)
-        return
+        return  # the merge marked every domain "not checked (taken as live)"
+    pending = PreloadDomain.objects.filter(run=run, dns=PreloadDomain.Dns.PENDING)
     from harvest.preload.dns import DnsSettings, check_domains, parse_nameserver
 
     dns_settings = DnsSettings(
@@ -450,52 +557,128 @@ def _add_redirect_targets(run: PreloadRun, found: dict[str, str]) -> None:
 
 # 5. Load
 
-LOAD_BATCH = 50_000  # domains created per statement set (and transaction)
+LOAD_BATCH = 50_000  # ids per range: domains created per statement set (and transaction)
+BATCH_TABLE = "preload_batch"
 
 
 def stage_load(run: PreloadRun, progress) -> None:
-    todo = PreloadDomain.objects.filter(run=run, loaded=False)
-    run.stage_total = todo.count()
-    template = default_template()
-    while ids := list(todo.order_by("pk").values_list("pk", flat=True)[:LOAD_BATCH]):
-        with transaction.atomic():
-            _load_batch(run, ids[0], ids[-1], template.pk)
-        _advance(run, len(ids), progress)
-
-
-def usable_dns() -> tuple[str, str]:
-    return (PreloadDomain.Dns.LIVE, PreloadDomain.Dns.SKIPPED)
-
-
-def _load_batch(run: PreloadRun, first: int, last: int, template_id: int) -> None:
-    """Create the new live domains of one range of the run in a few set-based statements, with
-    what ``domains_create_bulk`` gives each (a history row, the default seed list — the seeds a
-    source gave, else http(s)://(www.)name/ — and the default configuration), then update the
-    known ones' activity from their DNS result, and mark the range loaded."""
-    now = timezone.now()
-    stamp = connection.ops.adapt_datetimefield_value(now)
+    """Load the ranges of ids not loaded yet, each in its own transaction; on PostgreSQL several
+    at once, on as many connections as ``PRELOAD_CONNECTIONS`` (the database does the work, and
+    on more than one core)."""
     staged = PreloadDomain._meta.db_table
-    domains, seeds_table = Domain._meta.db_table, SeedList._meta.db_table
-    configurations = DomainConfiguration._meta.db_table
-    through = DomainConfiguration.seed_lists.through._meta.db_table
-    key = [run.pk, first, last]
-    in_range = "p.run_id = %s AND p.id BETWEEN %s AND %s AND NOT p.loaded"
-    # A domain created since the merge (elsewhere, or by this range before an interruption) is known now.
-    PreloadDomain.objects.filter(run=run, pk__gte=first, pk__lte=last, loaded=False, is_new=True).filter(
-        name__in=Domain.objects.values("name")
-    ).update(is_new=False)
-    created = f"p.is_new AND p.dns IN ('{PreloadDomain.Dns.LIVE}', '{PreloadDomain.Dns.SKIPPED}')"
-    # The rows this batch creates come after the highest id so far: reading them by id range, the
-    # statements below stay as fast with millions of domains as with none.
-    before = Domain.objects.aggregate(top=Max("pk"))["top"] or 0
-    new_domain = (
-        f"{domains} d JOIN {staged} p ON p.name = d.name AND {in_range} AND {created} AND d.id > {before:d}"
-    )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"""INSERT INTO {domains} (name, comments, crawler_traps, is_active, created_at, updated_at)
-            SELECT p.name, '', '', %s, %s, %s FROM {staged} p WHERE {in_range} AND {created}""",  # noqa: S608
-            [True, stamp, stamp, *key],
+            f"SELECT id / %s, COUNT(*) FROM {staged} WHERE run_id = %s GROUP BY id / %s",  # noqa: S608
+            [LOAD_BATCH, run.pk, LOAD_BATCH],
+        )
+        sizes = dict(cursor.fetchall())
+    done = set(run.loaded_batches)
+    todo = sorted(set(sizes) - done)
+    run.stage_total = sum(sizes.values())
+    run.stage_done = run.stage_total - sum(sizes[batch] for batch in todo)
+    template = default_template().pk
+    workers = _side_by_side(settings.PRELOAD_CONNECTIONS)
+    if workers == 1 or len(todo) < 2:
+        for batch in todo:
+            _load_batch(run, batch, template)
+            _advance(run, sizes[batch], progress)
+        return
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="preload-load") as pool:
+        waiting, running = iter(todo), {}
+        try:
+            for batch in itertools.islice(waiting, workers):
+                running[pool.submit(_in_thread, _load_batch, run, batch, template)] = batch
+            while running:
+                finished, _pending = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    batch = running.pop(future)
+                    future.result()
+                    _advance(run, sizes[batch], progress)  # may stop the run: no new range is started
+                    for following in itertools.islice(waiting, 1):
+                        running[pool.submit(_in_thread, _load_batch, run, following, template)] = following
+        finally:
+            wait(running)  # ranges under way end (each commits or rolls back whole)
+
+
+@transaction.atomic
+def _load_batch(run: PreloadRun, batch: int, template_id: int) -> None:
+    """Load one range of the run's domains (ids from ``batch * LOAD_BATCH``), in one transaction:
+    create its new live domains, give the known ones their activity from the DNS result, and
+    mark the range loaded on the run."""
+    first, last = batch * LOAD_BATCH, (batch + 1) * LOAD_BATCH - 1
+    now = timezone.now()
+    in_range = PreloadDomain.objects.filter(run=run, pk__gte=first, pk__lte=last)
+    with connection.cursor() as cursor:
+        _tune_for_bulk(cursor)
+    if connection.vendor == "postgresql":
+        # A domain someone created since the merge makes the database refuse its name: only then
+        # are the range's names looked up among the domains (millions of look-ups otherwise).
+        try:
+            with transaction.atomic():
+                _create_new_domains(run, first, last, template_id, now)
+        except IntegrityError:
+            _mark_known_since_merge(in_range)
+            _create_new_domains(run, first, last, template_id, now)
+    else:
+        _mark_known_since_merge(in_range)  # (on SQLite this first write also takes the write lock)
+        _create_new_domains(run, first, last, template_id, now)
+    known = in_range.filter(is_new=False)
+    failed, answered = known.filter(dns=PreloadDomain.Dns.FAILED), known.filter(dns=PreloadDomain.Dns.LIVE)
+    if failed.exists():
+        Domain.objects.filter(pk__in=failed.values("known_id"), is_active=True).update(
+            is_active=False, dns_failed_at=now
+        )
+    if answered.exists():
+        Domain.objects.filter(pk__in=answered.values("known_id"), dns_failed_at__isnull=False).update(
+            is_active=True, dns_failed_at=None
+        )
+    # Ranges loaded side by side each add their mark: the run's row is locked for the update, after
+    # the foreign keys are checked (the long part of a commit), so that it is held only briefly.
+    # (Only in a transaction of its own: the setting would last to the end of an enclosing one.)
+    if connection.vendor == "postgresql" and len(connection.atomic_blocks) == 1:
+        with connection.cursor() as cursor:
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+    loaded = PreloadRun.objects.select_for_update().values_list("loaded_batches", flat=True).get(pk=run.pk)
+    PreloadRun.objects.filter(pk=run.pk).update(loaded_batches=sorted({*loaded, batch}))
+
+
+def _mark_known_since_merge(in_range) -> None:
+    """Domains of the range someone created since the merge are known now (not created again)."""
+    in_range.filter(is_new=True, name__in=Domain.objects.values("name")).update(is_new=False)
+
+
+def _create_new_domains(run: PreloadRun, first: int, last: int, template_id: int, now) -> None:
+    """Create the new live domains of a range in a few set-based statements with what
+    ``domains_create_bulk`` gives each: a history row, the default seed list (the seeds a source
+    gave, else http(s)://(www.)name/) and the default configuration. Their ids are drawn first
+    (into a temporary table), so each row is written once, already pointing at the others (the
+    foreign keys are checked at commit)."""
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    staged = PreloadDomain._meta.db_table
+    domains, seed_lists = Domain._meta.db_table, SeedList._meta.db_table
+    configurations = DomainConfiguration._meta.db_table
+    through = DomainConfiguration.seed_lists.through._meta.db_table
+    live = (PreloadDomain.Dns.LIVE, PreloadDomain.Dns.SKIPPED)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {BATCH_TABLE}")
+        cursor.execute(
+            f"""CREATE TEMPORARY TABLE {BATCH_TABLE} (name varchar(255), seeds text, domain_id bigint,
+            seed_list_id bigint, configuration_id bigint)"""
+        )
+        cursor.execute(
+            f"""INSERT INTO {BATCH_TABLE} (name, seeds, domain_id, seed_list_id, configuration_id)
+            SELECT p.name, p.seeds, {_new_id(cursor, domains)}, {_new_id(cursor, seed_lists)},
+                {_new_id(cursor, configurations)}
+            FROM {staged} p WHERE p.run_id = %s AND p.id BETWEEN %s AND %s AND p.is_new
+                AND p.dns IN (%s, %s)""",  # noqa: S608 (table names from the models, values as parameters)
+            [run.pk, first, last, *live],
+        )
+        cursor.execute(
+            f"""INSERT INTO {domains} (id, name, comments, crawler_traps, is_active, created_at,
+                updated_at, default_configuration_id)
+            SELECT domain_id, name, '', '', %s, %s, %s, configuration_id FROM {BATCH_TABLE}
+            ORDER BY name""",  # noqa: S608 (in name order: the name index is written page by page)
+            [True, stamp, stamp],
         )
         history = Domain.history.model
         columns = [field.column for field in history._meta.concrete_fields if field.column != "history_id"]
@@ -507,51 +690,44 @@ def _load_batch(run: PreloadRun, first: int, last: int, template_id: int) -> Non
         }
         cursor.execute(
             f"""INSERT INTO {history._meta.db_table} ({", ".join(columns)})
-            SELECT {", ".join(values.get(column, f"d.{column}") for column in columns)} FROM {new_domain}""",  # noqa: S608
-            [stamp, *key],
+            SELECT {", ".join(values.get(column, f"d.{column}") for column in columns)}
+            FROM {BATCH_TABLE} b JOIN {domains} d ON d.id = b.domain_id""",  # noqa: S608
+            [stamp],
         )
-        default = "'http://' || d.name || '/' || %s || 'https://' || d.name || '/' || %s"
-        default += " || 'http://www.' || d.name || '/' || %s || 'https://www.' || d.name || '/'"
+        default = "'http://' || name || '/' || %s || 'https://' || name || '/' || %s"
+        default += " || 'http://www.' || name || '/' || %s || 'https://www.' || name || '/'"
         cursor.execute(
-            f"""INSERT INTO {seeds_table} (domain_id, name, seeds, comments, updated_at)
-            SELECT d.id, %s, CASE WHEN p.seeds <> '' THEN p.seeds ELSE {default} END, '', %s
-            FROM {new_domain}""",  # noqa: S608
-            [DEFAULT_SEED_LIST, "\n", "\n", "\n", stamp, *key],
+            f"""INSERT INTO {seed_lists} (id, domain_id, name, seeds, comments, updated_at)
+            SELECT seed_list_id, domain_id, %s, CASE WHEN seeds <> '' THEN seeds ELSE {default} END, '', %s
+            FROM {BATCH_TABLE}""",  # noqa: S608
+            [DEFAULT_SEED_LIST, "\n", "\n", "\n", stamp],
         )
         cursor.execute(
-            f"""INSERT INTO {configurations}
-                (domain_id, name, template_id, max_objects, max_bytes, max_request_rate, comments, updated_at)
-            SELECT d.id, %s, %s, %s, %s, 0, '', %s FROM {new_domain}""",  # noqa: S608
-            [DEFAULT_CONFIGURATION, template_id, UNLIMITED, UNLIMITED, stamp, *key],
+            f"""INSERT INTO {configurations} (id, domain_id, name, template_id, max_objects, max_bytes,
+                max_request_rate, comments, updated_at)
+            SELECT configuration_id, domain_id, %s, %s, %s, %s, 0, '', %s FROM {BATCH_TABLE}""",  # noqa: S608
+            [DEFAULT_CONFIGURATION, template_id, UNLIMITED, UNLIMITED, stamp],
         )
         cursor.execute(
             f"""INSERT INTO {through} (domainconfiguration_id, seedlist_id)
-            SELECT c.id, s.id FROM {new_domain}
-            JOIN {configurations} c ON c.domain_id = d.id AND c.name = %s
-            JOIN {seeds_table} s ON s.domain_id = d.id AND s.name = %s""",  # noqa: S608
-            [*key, DEFAULT_CONFIGURATION, DEFAULT_SEED_LIST],
+            SELECT configuration_id, seed_list_id FROM {BATCH_TABLE}"""  # noqa: S608
         )
-    new = PreloadDomain.objects.filter(
-        run=run, pk__gte=first, pk__lte=last, loaded=False, is_new=True, dns__in=usable_dns()
+        cursor.execute(f"DROP TABLE {BATCH_TABLE}")
+
+
+def _new_id(cursor, table: str) -> str:
+    """An SQL expression giving each row selected from ``p`` a new id of ``table``: the table's
+    own sequence on PostgreSQL; on SQLite (one writer at a time, this transaction holds the lock)
+    the ids after the highest ever given."""
+    if connection.vendor == "postgresql":
+        cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
+        return f"nextval('{cursor.fetchone()[0]}'::regclass)"
+    cursor.execute(
+        f"""SELECT max(coalesce((SELECT max(id) FROM {table}), 0),
+            coalesce((SELECT seq FROM sqlite_sequence WHERE name = %s), 0))""",  # noqa: S608
+        [table],
     )
-    Domain.objects.filter(
-        pk__gt=before, name__in=new.values("name"), default_configuration__isnull=True
-    ).update(
-        default_configuration=Subquery(
-            DomainConfiguration.objects.filter(domain=OuterRef("pk"), name=DEFAULT_CONFIGURATION).values(
-                "pk"
-            )[:1]
-        )
-    )
-    batch = PreloadDomain.objects.filter(run=run, pk__gte=first, pk__lte=last, loaded=False)
-    known = batch.filter(is_new=False)
-    Domain.objects.filter(
-        name__in=known.filter(dns=PreloadDomain.Dns.FAILED).values("name"), is_active=True
-    ).update(is_active=False, dns_failed_at=now)
-    Domain.objects.filter(
-        name__in=known.filter(dns=PreloadDomain.Dns.LIVE).values("name"), dns_failed_at__isnull=False
-    ).update(is_active=True, dns_failed_at=None)
-    batch.update(loaded=True)
+    return f"{cursor.fetchone()[0]:d} + row_number() OVER (ORDER BY p.id)"
 
 
 STAGE_FUNCTIONS = {
@@ -568,7 +744,6 @@ STAGE_FUNCTIONS = {
 
 def preload_statistics(run: PreloadRun) -> dict:
     """Domains per source and new per source, DNS failures, redirects found, domains per TLD, inactive."""
-    domains = PreloadDomain.objects.filter(run=run)
     per_source = {
         name: {"lines": 0, "invalid": 0, "domains": 0, "new": 0}
         for name in run.sources.order_by("name").values_list("name", flat=True)
@@ -576,33 +751,34 @@ def preload_statistics(run: PreloadRun) -> dict:
     for name, lines, invalid in run.sources.values_list("name", "lines", "invalid"):
         per_source[name]["lines"] += lines
         per_source[name]["invalid"] += invalid
-    entry, source, staged = (
-        PreloadEntry._meta.db_table,
-        PreloadSource._meta.db_table,
-        PreloadDomain._meta.db_table,
+    staged = PreloadDomain._meta.db_table
+    # The last label of a name, in SQL both databases speak: rtrim() takes off every character
+    # that is not a dot from the end.
+    tld = "substr(name, length(rtrim(name, replace(name, '.', ''))) + 1)"
+    counts = dict.fromkeys(
+        ("total", "new", "dns_failed", "redirects", "inactive_existing", "new_excluded"), 0
     )
-    with connection.cursor() as cursor:  # one pass over the entries, whatever the number of sources
+    tlds: dict[str, int] = {}
+    failed = PreloadDomain.Dns.FAILED
+    with connection.cursor() as cursor:
+        # One pass over the run's domains, in few groups (one per combination of sources, result and TLD).
         cursor.execute(
-            f"""SELECT s.name, COUNT(DISTINCT e.name), COUNT(DISTINCT CASE WHEN p.is_new THEN e.name END)
-            FROM {entry} e JOIN {source} s ON s.id = e.source_id
-            JOIN {staged} p ON p.run_id = e.run_id AND p.name = e.name
-            WHERE e.run_id = %s GROUP BY s.name""",  # noqa: S608
+            f"""SELECT sources, is_new, dns, redirect_from <> '', {tld}, COUNT(*) FROM {staged}
+            WHERE run_id = %s GROUP BY 1, 2, 3, 4, 5""",  # noqa: S608
             [run.pk],
         )
-        for name, count, new in cursor.fetchall():
-            per_source[name].update(domains=count, new=new)
-    tlds: dict[str, int] = {}
-    for name in domains.values_list("name", flat=True).iterator(chunk_size=BATCH):
-        tld = name.rsplit(".", 1)[-1]
-        tlds[tld] = tlds.get(tld, 0) + 1
-    counts = domains.aggregate(
-        total=Count("pk"),
-        new=Count("pk", filter=Q(is_new=True)),
-        dns_failed=Count("pk", filter=Q(dns=PreloadDomain.Dns.FAILED)),
-        redirects=Count("pk", filter=~Q(redirect_from="")),
-        inactive_existing=Count("pk", filter=Q(dns=PreloadDomain.Dns.FAILED, is_new=False)),
-        new_excluded=Count("pk", filter=Q(dns=PreloadDomain.Dns.FAILED, is_new=True)),
-    )
+        for names, is_new, dns, redirected, domain_tld, count in cursor.fetchall():
+            counts["total"] += count
+            counts["new"] += count if is_new else 0
+            counts["dns_failed"] += count if dns == failed else 0
+            counts["redirects"] += count if redirected else 0
+            counts["inactive_existing"] += count if dns == failed and not is_new else 0
+            counts["new_excluded"] += count if dns == failed and is_new else 0
+            tlds[domain_tld] = tlds.get(domain_tld, 0) + count
+            for name in [] if redirected else names.split(","):  # each domain counts for each source
+                if name in per_source:
+                    per_source[name]["domains"] += count
+                    per_source[name]["new"] += count if is_new else 0
     return {
         **counts,
         "sources": per_source,

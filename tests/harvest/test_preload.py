@@ -93,16 +93,24 @@ def test_bad_lines_say_why(line, reason):
         normalise_entry(line)
 
 
+def all_loaded(run: PreloadRun) -> bool:
+    """Whether the run's load marked the ranges of all its domains loaded."""
+    ranges = {
+        pk // preload_service.LOAD_BATCH
+        for pk in PreloadDomain.objects.filter(run=run).values_list("pk", flat=True)
+    }
+    return bool(ranges) and ranges <= set(run.loaded_batches)
+
+
 def fingerprint(run: PreloadRun) -> dict:
     """What a run leaves: its domains, the domains created with their seeds, its statistics."""
     run.refresh_from_db()
     return {
         "state": run.state,
         "domains": sorted(
-            PreloadDomain.objects.filter(run=run).values_list(
-                "name", "sources", "seeds", "is_new", "dns", "loaded"
-            )
+            PreloadDomain.objects.filter(run=run).values_list("name", "sources", "seeds", "is_new", "dns")
         ),
+        "loaded": all_loaded(run),
         "created": sorted(
             SeedList.objects.filter(
                 domain__name__in=PreloadDomain.objects.filter(run=run).values("name")
@@ -137,9 +145,11 @@ def test_a_run_merges_its_sources_and_loads_the_new_domains(snapshot, lists):
     assert merged["alpha.fr"].sources == "catalogue,registry"
     assert merged["alpha.fr"].seeds == "http://www.alpha.fr/news/"
     assert merged["zeta.fr"].sources == "selection"
-    assert not merged["gamma.fr"].is_new and merged["gamma.fr"].domain == known
+    assert not merged["gamma.fr"].is_new
     assert all(d.is_new for name, d in merged.items() if name != "gamma.fr")
-    assert all(d.dns == PreloadDomain.Dns.SKIPPED and d.loaded for d in merged.values())
+    assert all(d.dns == PreloadDomain.Dns.SKIPPED for d in merged.values()) and all_loaded(run)
+    # The known domain is left as it was (one seed list, its own), the new ones are created once.
+    assert known.seed_lists.count() == 1
 
     # New domains have their seeds (the URLs a source gave, else the defaults) and default configuration.
     alpha = Domain.objects.get(name="alpha.fr")
@@ -304,6 +314,30 @@ def test_a_stopped_run_resumes_from_its_stage(snapshot, lists):
     assert second.sources.filter(ingested=True).count() == 1
     assert preload_run(second.pk).state == PreloadRun.State.DONE
     assert second.sources.filter(ingested=False).count() == 0
+
+
+def test_a_domain_created_between_the_merge_and_the_load_is_taken_as_known(snapshot, lists):
+    run = preload_create(
+        harvest_definition=snapshot, sources=specs(lists), check_dns=False, find_redirects=False
+    )
+
+    def stop_after_merge(run):
+        if run.stage == PreloadRun.Stage.MERGE:
+            PreloadRun.objects.filter(pk=run.pk).update(stop_requested=True)
+
+    run = preload_run(run.pk, progress=stop_after_merge)
+    assert run.state == PreloadRun.State.STOPPED
+    assert PreloadDomain.objects.get(run=run, name="delta.fr").is_new
+    created = domain_create(name="delta.fr", seeds="https://delta.fr/by-hand/")  # someone, meanwhile
+
+    run = preload_run(run.pk)
+
+    assert run.state == PreloadRun.State.DONE
+    assert not PreloadDomain.objects.get(run=run, name="delta.fr").is_new
+    delta = Domain.objects.get(name="delta.fr")
+    assert delta == created and delta.seed_lists.get().seeds == "https://delta.fr/by-hand/"
+    assert Domain.objects.filter(name="alpha.fr").exists()  # the rest of its range is created
+    assert (run.statistics["total"], run.statistics["new"]) == (6, 5)  # delta.fr is no longer new
 
 
 # Pages

@@ -19,6 +19,7 @@ from harvest.services.launcher import launch_due
 from harvest.services.planning import definition_run_now, definition_save
 from harvest.services.preload import SourceSpec, preload_create, preload_run
 from tests.dns_server import dns_server
+from tests.harvest.test_preload import all_loaded
 from webarchive import netguard
 from webarchive.testsite import TestSite
 
@@ -171,10 +172,8 @@ def test_a_run_killed_while_checking_resumes_to_the_same_result(
 
     def final(run):
         run.refresh_from_db()
-        rows = PreloadDomain.objects.filter(run=run).values_list(
-            "name", "sources", "dns", "redirect_from", "loaded"
-        )
-        return run.state, sorted(rows), run.statistics
+        rows = PreloadDomain.objects.filter(run=run).values_list("name", "sources", "dns", "redirect_from")
+        return run.state, sorted(rows), run.statistics, all_loaded(run)
 
     with dns_server(served) as server:
         options = {
