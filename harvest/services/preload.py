@@ -425,13 +425,16 @@ def _merge_part(run: PreloadRun, low: str | None, high: str | None) -> None:
         PreloadDomain._meta.db_table,
     )
     if connection.vendor == "postgresql":
-        grouped = f"""SELECT e.name, string_agg(DISTINCT s.name, ',' ORDER BY s.name) AS sources,
+        # Grouped in byte order ("C"): domain names are ASCII, and a sort of millions of names is a
+        # third faster than in the database's language order (the join looks for equal names).
+        grouped = f"""SELECT e.name COLLATE "C" AS name,
+                string_agg(DISTINCT s.name, ',' ORDER BY s.name) AS sources,
                 coalesce(string_agg(DISTINCT nullif(e.seed, ''), E'\\n' ORDER BY nullif(e.seed, '')), '')
                     AS seeds
             FROM {entry} e JOIN {source} s ON s.id = e.source_id
             WHERE e.run_id = %s AND {share.format(name="e.name")}
-            GROUP BY e.name"""  # noqa: S608
-        parameters = [run.pk, *bounds]
+            GROUP BY 1"""  # noqa: S608
+        parameters, name = [run.pk, *bounds], 'g.name COLLATE "default"'
     else:
         # SQLite has no ORDER BY inside an aggregate: concatenate rows already distinct and sorted.
         grouped = f"""SELECT g.name, g.sources, coalesce(k.seeds, '') AS seeds FROM
@@ -443,7 +446,7 @@ def _merge_part(run: PreloadRun, low: str | None, high: str | None) -> None:
                 (SELECT DISTINCT name, seed FROM {entry} WHERE run_id = %s AND seed != ''
                  ORDER BY name, seed) y
              GROUP BY y.name) k ON k.name = g.name"""  # noqa: S608
-        parameters = [run.pk, run.pk]
+        parameters, name = [run.pk, run.pk], "g.name"
     dns = PreloadDomain.Dns.PENDING if run.check_dns else PreloadDomain.Dns.SKIPPED
     with connection.cursor() as cursor:
         _tune_for_bulk(cursor)
@@ -453,7 +456,7 @@ def _merge_part(run: PreloadRun, low: str | None, high: str | None) -> None:
                 (run_id, name, sources, seeds, known_id, is_new, dns, dns_detail, redirect_from,
                  redirects_checked)
             SELECT %s, g.name, g.sources, g.seeds, d.id, d.id IS NULL, %s, '', '', %s
-            FROM ({grouped}) g LEFT JOIN {Domain._meta.db_table} d ON d.name = g.name
+            FROM ({grouped}) g LEFT JOIN {Domain._meta.db_table} d ON d.name = {name}
             """,  # noqa: S608 (table names from the models, values as parameters)
             [run.pk, dns, False, *parameters],
         )
