@@ -12,9 +12,10 @@ thousand is not a domain at all (reported as invalid). Then, on a new database (
 1. **the peer**: ``COPY`` of every line of the three files into a table of one text column: what the
    database itself takes to receive the rows, the limit of any loader;
 2. **ours**: ``preload_create`` and ``preload_run`` without DNS check nor redirect discovery (those
-   are measured by benchmarks/preload_dns.py): read and normalise every line, merge the sources,
-   create every new domain with its seed list and default configuration (and history rows), all
-   timed per stage; the peak memory of the process is reported (it must not grow with the lists).
+   are measured by benchmarks/preload_dns.py): read and normalise every line (a list of 4 MB or
+   more by ``PRELOAD_PROCESSES`` processes), merge the sources, create every new domain with its
+   seed list and default configuration (and history rows), all timed per stage; the peak memory
+   of the process and of a reading process is reported (it must not grow with the lists).
 
 It prints the results as Markdown; numbers go in docs/benchmarks.md.
 """
@@ -22,10 +23,12 @@ It prints the results as Markdown; numbers go in docs/benchmarks.md.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import resource
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -137,6 +140,40 @@ def ours(paths: list[Path], log) -> tuple[float, dict[str, float], object]:
     return total, stages, run
 
 
+class ReaderMemory:
+    """The largest peak resident size (``VmHWM``) of the reading processes, sampled from /proc while
+    the preload runs. (``RUSAGE_CHILDREN`` would not do: a child started by ``vfork`` keeps its
+    parent's high-water mark across ``exec``.) ``VmHWM`` only grows, so the last sample before a
+    reader exits is its peak to within a sampling interval."""
+
+    def __init__(self, interval: float = 0.2):
+        self.interval, self.peak_kb = interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> ReaderMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _sample(self) -> None:
+        parent = str(os.getpid())
+        while not self._stop.wait(self.interval):
+            for status in Path("/proc").glob("[0-9]*/status"):
+                with contextlib.suppress(OSError):
+                    fields = dict(
+                        line.split(":", 1) for line in status.read_text().splitlines() if ":" in line
+                    )
+                    if fields.get("PPid", "").strip() != parent or "VmHWM" not in fields:
+                        continue
+                    if b"harvest.preload.normaliser" not in (status.parent / "cmdline").read_bytes():
+                        continue
+                    self.peak_kb = max(self.peak_kb, int(fields["VmHWM"].split()[0]))
+
+
 def _django(database_url: str) -> None:
     os.environ.update(
         {"DATABASE_URL": database_url, "DEBUG": "0", "DJANGO_SETTINGS_MODULE": "webarchive.settings"}
@@ -150,7 +187,7 @@ def _django(database_url: str) -> None:
     call_command("migrate", interactive=False, verbosity=0)
 
 
-def report(args, paths, copy_seconds, rows, total, stages, run, peak_mb) -> str:
+def report(args, paths, copy_seconds, rows, total, stages, run, peak_mb, reader_mb) -> str:
     from django.db import connection
 
     from benchmarks.environment import cpu_model, cpus, memory
@@ -171,11 +208,15 @@ def report(args, paths, copy_seconds, rows, total, stages, run, peak_mb) -> str:
     ]
     for stage, seconds in stages.items():
         lines.append(f"| stage `{stage}` | {seconds:.1f} | | {seconds / copy_seconds:.1f} |")
+    rest = total - sum(stages.values())
+    lines.append(f"| the rest (creating the run, statistics) | {rest:.1f} | | {rest / copy_seconds:.1f} |")
     lines += [
         "",
         f"- domains merged: {stats['total']:,}, new: {stats['new']:,};"
         f" invalid lines: {sum(row['invalid'] for row in stats['sources'].values()):,}",
-        f"- peak memory of the process: {peak_mb:,.0f} MB",
+        f"- peak memory of the process: {peak_mb:,.0f} MB;"
+        " of a reading process (harvest.preload.normaliser): "
+        + (f"{reader_mb:,.0f} MB" if reader_mb else "none ran (lists under PRELOAD_PARALLEL_BYTES)"),
         (
             f"- goal (3,000,000 domains under 3 minutes): {'met' if total < 180 else 'not met'}"
             f" ({total:.0f} s)"
@@ -219,9 +260,11 @@ def main(argv: list[str] | None = None) -> int:
             log("COPY (the peer)")
             copy_seconds, rows = peer_copy(paths)
             log("Preload (ours)")
-            total, stages, run = ours(paths, log)
+            with ReaderMemory() as readers:
+                total, stages, run = ours(paths, log)
             peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            print(report(args, paths, copy_seconds, rows, total, stages, run, peak_mb))
+            reader_mb = readers.peak_kb / 1024
+            print(report(args, paths, copy_seconds, rows, total, stages, run, peak_mb, reader_mb))
     finally:
         work.unlink(missing_ok=True)
     return 0
