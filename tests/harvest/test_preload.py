@@ -34,6 +34,22 @@ class Killed(BaseException):
     """A worker killed in the middle of a stage (not an error the run could record)."""
 
 
+def kill_in_stage(monkeypatch, stage: str, after: int):
+    """Make the run die as a killed worker would, at the ``after``-th progress report of ``stage``;
+    returns the real progress function (to put back before resuming)."""
+    real_advance, calls = preload_service._advance, []
+
+    def advance(run, done, progress, **kwargs):
+        real_advance(run, done, progress, **kwargs)
+        if run.stage == stage:
+            calls.append(done)
+            if len(calls) == after:
+                raise Killed
+
+    monkeypatch.setattr(preload_service, "_advance", advance)
+    return real_advance
+
+
 @pytest.fixture
 def snapshot(db):
     return definition_save(kind=HarvestKind.SNAPSHOT, name="broad-2026")
@@ -212,16 +228,7 @@ def test_a_run_killed_in_a_stage_resumes_to_the_same_result(snapshot, lists, mon
     assert expected["state"] == PreloadRun.State.DONE
 
     run = preload_create(harvest_definition=snapshot, **options)
-    real_advance, calls = preload_service._advance, []
-
-    def advance(run, done, progress, **kwargs):
-        real_advance(run, done, progress, **kwargs)
-        if run.stage == stage:
-            calls.append(done)
-            if len(calls) == after:
-                raise Killed
-
-    monkeypatch.setattr(preload_service, "_advance", advance)
+    real_advance = kill_in_stage(monkeypatch, stage, after)
     with pytest.raises(Killed):
         preload_run(run.pk)
     run.refresh_from_db()

@@ -16,7 +16,7 @@ from harvest.preload.sources import Tally, file_lines, normalised
 from harvest.services import preload as preload_service
 from harvest.services.planning import definition_save
 from harvest.services.preload import SourceSpec, preload_create, preload_run
-from tests.harvest.test_preload import Killed, fingerprint, specs
+from tests.harvest.test_preload import Killed, fingerprint, kill_in_stage, specs
 
 # A list with what real lists hold: a byte-order mark, comments, blank lines, Windows line ends,
 # names with multi-byte characters (a cut may fall inside one), URLs, and lines that are not domains.
@@ -181,16 +181,7 @@ def test_ranges_loaded_on_several_connections_give_every_domain_once(
         include_selection=False,
     )
     if killed_after:
-        real_advance, calls = preload_service._advance, []
-
-        def advance(run, done, progress, **kwargs):
-            real_advance(run, done, progress, **kwargs)
-            if run.stage == PreloadRun.Stage.LOAD:
-                calls.append(done)
-                if len(calls) == killed_after:
-                    raise Killed
-
-        monkeypatch.setattr(preload_service, "_advance", advance)
+        real_advance = kill_in_stage(monkeypatch, PreloadRun.Stage.LOAD, killed_after)
         with pytest.raises(Killed):
             preload_run(run.pk)
         run.refresh_from_db()
