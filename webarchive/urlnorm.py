@@ -31,7 +31,7 @@ _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 # most of those in the lists librarians and registries give, and url-normalize (IDNA per label)
 # costs ten times more than this match: it is only asked about the others.
 _PLAIN_URL = re.compile(
-    r"(https?)://((?:[a-z0-9]+(?:-[a-z0-9]+)*\.)+[a-z0-9]+(?:-[a-z0-9]+)*)"
+    r"https?://((?:[a-z0-9]+(?:-[a-z0-9]+)*\.)+[a-z0-9]+(?:-[a-z0-9]+)*)"
     r"((?:/[a-z0-9_~-]+(?:\.[a-z0-9_~-]+)*)*/?)",
     re.IGNORECASE,
 )
@@ -56,29 +56,30 @@ def normalise_url(url: str, *, default_scheme: str = "http") -> str:
             _("Only http and https URLs can be harvested, not “%(scheme)s”.") % {"scheme": scheme}
         )
     if plain := _PLAIN_URL.fullmatch(text):
-        scheme, host, path = plain.groups()
-        host = host.lower()
+        host, path = plain.group(1).lower(), plain.group(2)
         _check_host(host)  # (labels of 64 or more)
-        normal = f"{scheme.lower()}://{host}{path or '/'}"
-        if len(normal) > MAX_URL_LENGTH:
-            raise InvalidURL(_("A URL cannot be longer than %(max)d characters.") % {"max": MAX_URL_LENGTH})
-        return normal
+        normal = f"{scheme}://{host}{path or '/'}"
+    else:
+        normal = _normalised_by_library(text, default_scheme)
+    if len(normal) > MAX_URL_LENGTH:
+        raise InvalidURL(_("A URL cannot be longer than %(max)d characters.") % {"max": MAX_URL_LENGTH})
+    return normal
+
+
+def _normalised_by_library(text: str, default_scheme: str) -> str:
+    """url-normalize's form of a URL, with the archive's checks of host, port and user."""
     try:
         normal = url_normalize(text, default_scheme=default_scheme)
         parts = urlsplit(normal)
         port = parts.port  # raises ValueError on a bad port
     except (ValueError, UnicodeError) as error:
         raise InvalidURL(_("This is not a valid URL (%(error)s).") % {"error": error}) from error
-    host = parts.hostname or ""
-    _check_host(host)
+    _check_host(parts.hostname or "")
     if port == 0:
         raise InvalidURL(_("Port 0 is not a valid port."))
-    normal = urlunsplit((parts.scheme, parts.netloc, parts.path or "/", parts.query, ""))
     if parts.username or parts.password:
         raise InvalidURL(_("A URL to harvest cannot contain a user name or password."))
-    if len(normal) > MAX_URL_LENGTH:
-        raise InvalidURL(_("A URL cannot be longer than %(max)d characters.") % {"max": MAX_URL_LENGTH})
-    return normal
+    return urlunsplit((parts.scheme, parts.netloc, parts.path or "/", parts.query, ""))
 
 
 def _check_host(host: str) -> None:

@@ -96,4 +96,4 @@ def test_every_url_gets_the_form_url_normalize_gives_it():
             continue  # refused by the archive's own rules (host names, ports, spaces)
         assert stored == expected, url
         plain += stored == url.lower()
-    assert plain > 100  # the short road was taken
+    assert plain > 100  # plain URLs (the short road's) were among them
