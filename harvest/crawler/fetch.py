@@ -89,6 +89,7 @@ class Exchange:
     url: str
     method: str = "GET"
     request_head: bytes = b""
+    request_body: bytes = b""  # what a POST sent (browser capture); written after the head
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     duration: float = 0.0
     peer_ip: str | None = None
@@ -288,11 +289,23 @@ class FetchSession:
             cert_reqs="CERT_REQUIRED" if fetcher.verify_tls else "CERT_NONE",
         )
 
-    def fetch(self, url: str, *, headers: dict | None = None) -> Exchange:
-        """GET ``url``; network and HTTP problems end up in ``Exchange.error``, never raised."""
-        exchange, stale = self._attempt(url, headers)
-        if stale:  # a kept-alive connection the server had closed: ask once more on a new one
-            exchange, _ = self._attempt(url, headers)
+    def fetch(
+        self,
+        url: str,
+        *,
+        headers: dict | None = None,
+        method: str = "GET",
+        body: bytes | None = None,
+        deadline: float | None = None,
+    ) -> Exchange:
+        """Ask for ``url`` (GET unless the browser says otherwise); problems end up in ``Exchange.error``.
+
+        ``headers`` replace the session's own of the same name; ``deadline`` (``time.monotonic()``)
+        cuts the answer short like the harvest's time cap, whichever comes first.
+        """
+        exchange, stale = self._attempt(url, headers, method, body, deadline)
+        if stale and method in ("GET", "HEAD"):  # a kept-alive connection the server had closed
+            exchange, _ = self._attempt(url, headers, method, body, deadline)
         return exchange
 
     def close(self) -> None:
@@ -305,7 +318,9 @@ class FetchSession:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    def _attempt(self, url: str, headers: dict | None) -> tuple[Exchange, bool]:
+    def _attempt(
+        self, url: str, headers: dict | None, method: str, body: bytes | None, deadline: float | None
+    ) -> tuple[Exchange, bool]:
         fetcher = self.fetcher
         self._recorder.request_head = b""
         self._recorder.peer_address = None
@@ -314,9 +329,10 @@ class FetchSession:
         try:
             self._recording_pool(url)
             response = self._manager.urlopen(
-                "GET",
+                method,
                 url,
-                headers={**self._headers, **headers} if headers else self._headers,
+                body=body,
+                headers=_merged(self._headers, headers) if headers else self._headers,
                 redirect=False,
                 retries=False,
                 preload_content=False,
@@ -326,7 +342,9 @@ class FetchSession:
         except _REQUEST_ERRORS as error:
             exchange = Exchange(
                 url=url,
+                method=method,
                 request_head=self._recorder.request_head,
+                request_body=body or b"",
                 started_at=started_at,
                 duration=time.monotonic() - start,
                 peer_ip=self._recorder.peer_address,
@@ -336,7 +354,9 @@ class FetchSession:
         raw = response
         exchange = Exchange(
             url=url,
+            method=method,
             request_head=self._recorder.request_head,
+            request_body=body or b"",
             started_at=started_at,
             peer_ip=self._recorder.peer_address,
             status=response.status,
@@ -346,7 +366,8 @@ class FetchSession:
         sent_headers = _headers_as_sent(raw)
         exchange.body = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 (Exchange.close)
         try:
-            self._read_body(response, exchange, deadline=start + fetcher.max_fetch_seconds)
+            cap = start + fetcher.max_fetch_seconds
+            self._read_body(response, exchange, deadline=min(cap, deadline) if deadline else cap)
         finally:
             if exchange.truncated:  # bytes left unread: the connection cannot be used again
                 response.close()
@@ -401,6 +422,12 @@ class FetchSession:
                 break
         exchange.body_length = length
         exchange.payload_digest = format_digest(digester, self.digest_algorithm)
+
+
+def _merged(own: dict[str, str], given: dict[str, str]) -> dict[str, str]:
+    """The session's headers with ``given`` ones in place of those of the same name (any case)."""
+    replaced = {name.lower() for name in given}
+    return {**{name: value for name, value in own.items() if name.lower() not in replaced}, **given}
 
 
 def _headers_as_sent(raw) -> list[tuple[str, str]]:

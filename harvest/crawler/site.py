@@ -30,10 +30,11 @@ from harvest.crawler.dedup import (
 from harvest.crawler.extractors import Document, ExtractOptions, extract_links
 from harvest.crawler.fetch import Exchange, FetchSession
 from harvest.crawler.frontier import Candidate, Frontier
+from harvest.crawler.rendering import RENDER_OFF, AnswerCache, PageRender, wants_render
 from harvest.crawler.robots import RobotsCache
 from harvest.crawler.scope import Scope
 from harvest.crawler.traps import TrapGuard
-from harvest.crawler.urls import canonicalize, host_of
+from harvest.crawler.urls import canonicalize, fingerprint, host_of
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +98,13 @@ class SiteSettings:
     calendar_years_back: int = 30  # dates further back, or further ahead, are calendar traps
     calendar_years_ahead: int = 2
     dedup_verify: bool = False  # confirm a digest match byte for byte against the stored original
+    # Browser capture (harvest.crawler.rendering): "off", "seeds" or "all" (every HTML page in scope).
+    render: str = RENDER_OFF
+    behaviours: tuple[str, ...] = ("scroll", "click", "media")
+    render_page_seconds: float = 30.0
+    render_behaviour_seconds: float = 10.0
+    viewport: tuple[int, int] = (1366, 768)
+    render_cache_bytes: int = 16 * 1024 * 1024  # answers kept to give the browser again without asking
 
     @property
     def site(self) -> str:
@@ -130,8 +138,11 @@ class SiteCrawl:
         writer=None,
         crawl_log=None,
         dedup: DedupIndex | None = None,
+        browsers=None,
     ):
         self.settings = settings
+        # A browser.BrowserPool to render pages in, or None (then nothing is rendered, whatever the settings).
+        self.browsers = browsers if settings.render != RENDER_OFF else None
         self.session = session
         self.writer = writer  # a warc.WarcWriter, or None to fetch without keeping anything (tests)
         self.crawl_log = crawl_log  # a crawllog.CrawlLog, or None
@@ -175,6 +186,11 @@ class SiteCrawl:
         self.duplicates = 0  # revisits written instead of responses
         self.duplicate_bytes = 0  # payload bytes they did not store again
         self.collisions = 0  # digest matches whose bytes differed (stored in full)
+        self.pages_rendered = 0
+        self.render_failures = 0  # pages whose rendering ended in an error (stored all the same)
+        self.render_errors: list[dict] = []  # the first few of them, for the report
+        self.rendered_urls: set[int] = set()  # fingerprints of what the browser fetched (not asked again)
+        self.answers = AnswerCache(settings.render_cache_bytes if self.browsers is not None else 0)
         self.current_url = ""
         self.stop_reason = ""
         self.error = ""
@@ -218,19 +234,24 @@ class SiteCrawl:
             return 0.0
         previous, stored = self._previous_capture(candidate.url)
         exchange = self._fetch(candidate.url, conditional_headers(stored) if stored is not None else None)
+        busy = exchange.duration  # the politeness delay follows from the time the site took to answer
         try:
             if stored is not None and exchange.error is None and exchange.status == 304:
                 self._store_not_modified(candidate, exchange, previous, stored)
                 self._queue_links(candidate, stored)  # as deep as the first time: the stored page's links
+                if wants_render(self, candidate, stored):
+                    busy += PageRender(self, candidate, stored).run()
             else:
                 self._store(candidate, exchange, stored=stored)
                 if exchange.error is None:
                     self._queue_links(candidate, exchange)
+                if wants_render(self, candidate, exchange):
+                    busy += PageRender(self, candidate, exchange).run()
         finally:
             exchange.close()
             if stored is not None:
                 stored.close()
-        return self._delay(candidate.url, exchange.duration)
+        return self._delay(candidate.url, busy)
 
     def fail(self, error: BaseException) -> None:
         """End the crawl because something in the crawler itself broke."""
@@ -281,6 +302,15 @@ class SiteCrawl:
             },
             "external_links": self.external_total,
             "seconds": round(time.time() - self.started, 3),
+            **(
+                {
+                    "pages_rendered": self.pages_rendered,
+                    "render_failures": self.render_failures,
+                    "render_errors": self.render_errors,
+                }
+                if self.browsers is not None
+                else {}
+            ),
         }
 
     # -- seeds, scope and links ------------------------------------------------------------
@@ -372,14 +402,20 @@ class SiteCrawl:
     # -- fetching and storing ---------------------------------------------------------------
 
     def _next_candidate(self) -> Candidate | None:
-        if self.waiting:
-            return self.waiting.popleft()
-        return self.frontier.pop()
+        while True:
+            candidate = self.waiting.popleft() if self.waiting else self.frontier.pop()
+            # A URL a rendered page already made the browser fetch is not asked for again.
+            if (
+                candidate is None
+                or not self.rendered_urls
+                or fingerprint(candidate.url) not in self.rendered_urls
+            ):
+                return candidate
 
-    def _fetch(self, url: str, headers: dict | None = None) -> Exchange:
+    def _fetch(self, url: str, headers: dict | None = None, **options) -> Exchange:
         with self._lock:
             self.current_url = url
-        return self.session.fetch(url, headers=headers or None)
+        return self.session.fetch(url, headers=headers or None, **options)
 
     def _fetch_robots(self, robots_url: str, *, via: str) -> float:
         exchange = self._fetch(robots_url)

@@ -330,7 +330,7 @@ class WarcWriter:
 
     @staticmethod
     def _request_record(exchange: Exchange, request_id: str, concurrent_to: str, algorithm: str) -> _Record:
-        block = _Block(exchange.request_head)
+        block = _Block(exchange.request_head + exchange.request_body)
         return _Record(
             [
                 *_common_headers("request", request_id, _warc_date(exchange.started_at), exchange.url),
@@ -350,6 +350,28 @@ class WarcWriter:
         concurrent_to: str | None = None,
     ) -> RecordInfo:
         """Write a ``metadata`` record (crawl log, reports…) about ``target_uri``."""
+        return self._write_whole("metadata", target_uri, content_type, payload, concurrent_to)
+
+    def write_resource(
+        self,
+        *,
+        target_uri: str,
+        content_type: str,
+        payload: bytes | BinaryIO,
+        concurrent_to: str | None = None,
+    ) -> RecordInfo:
+        """Write a ``resource`` record: something the crawler made, e.g. a rendered page's screenshot."""
+        return self._write_whole("resource", target_uri, content_type, payload, concurrent_to)
+
+    def _write_whole(
+        self,
+        record_type: str,
+        target_uri: str,
+        content_type: str,
+        payload: bytes | BinaryIO,
+        concurrent_to: str | None,
+    ) -> RecordInfo:
+        """A record whose block is ``payload`` as it is (no HTTP message in it)."""
         if isinstance(payload, bytes | bytearray | memoryview):
             stream = None
             block = _Block(bytes(payload))
@@ -360,9 +382,9 @@ class WarcWriter:
         try:
             digest, _ = block.digests(self.digest_algorithm, payload=False)
             headers = [
-                *_common_headers("metadata", _record_id(), _warc_date(datetime.now(UTC)), target_uri),
+                *_common_headers(record_type, _record_id(), _warc_date(datetime.now(UTC)), target_uri),
                 *([("WARC-Concurrent-To", concurrent_to)] if concurrent_to else []),
-                ("WARC-Payload-Digest", digest),  # no HTTP message in it: the payload is the whole block
+                ("WARC-Payload-Digest", digest),  # the payload is the whole block
                 ("WARC-Block-Digest", digest),
             ]
             record = _Record(headers, block, content_type, content_type=content_type, payload_digest=digest)
