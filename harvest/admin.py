@@ -45,7 +45,7 @@ class SeedListAdmin(ReadOnlyAdmin):
 
 @admin.register(models.HarvestTemplate)
 class HarvestTemplateAdmin(ReadOnlyAdmin):
-    list_display = ["name", "depth_policy", "obey_robots", "version", "is_active"]
+    list_display = ["name", "depth_policy", "obey_robots", "render", "version", "is_active"]
 
 
 @admin.register(models.Schedule)

@@ -25,6 +25,14 @@ class DigestAlgorithm(models.TextChoices):
     SHA1 = "sha1", _("SHA-1 (legacy interoperability)")
 
 
+class RenderMode(models.TextChoices):
+    """Which pages a site crawl renders in a browser, archiving everything the browser loads."""
+
+    OFF = "off", _("Off: pages are fetched as they are")
+    SEEDS = "seeds", _("The seed pages only")
+    ALL = "all", _("Every HTML page in scope")
+
+
 class EndKind(models.TextChoices):
     """When a schedule stops: never, after N runs, or at a date."""
 

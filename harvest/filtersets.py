@@ -82,7 +82,7 @@ class TemplateFilterSet(django_filters.FilterSet):
 
     class Meta:
         model = HarvestTemplate
-        fields = ["name", "is_active", "depth_policy"]
+        fields = ["name", "is_active", "depth_policy", "render"]
 
 
 class ScheduleFilterSet(django_filters.FilterSet):

@@ -50,7 +50,7 @@ class RecordAdmin(NoDeleteMixin, SimpleHistoryAdmin):
     """Records are read here; they are changed through the application, which applies the rules."""
 
     list_display = ["url", "collection", "status", "responsible", "is_active"]
-    list_filter = ["status", "collection", "is_active", "check_status"]
+    list_filter = ["status", "collection", "is_active", "needs_browser", "check_status"]
     search_fields = ["url", "content_notes", "technical_notes"]
     list_select_related = ["collection", "responsible"]
 

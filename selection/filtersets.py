@@ -57,6 +57,7 @@ class RecordFilterSet(django_filters.FilterSet):
     budget = django_filters.MultipleChoiceFilter(choices=Budget.choices, label=_("Budget"))
     frequency = django_filters.MultipleChoiceFilter(choices=Frequency.choices, label=_("Frequency"))
     depth = django_filters.MultipleChoiceFilter(choices=Depth.choices, label=_("Depth"))
+    needs_browser = yes_no_filter(_("Needs a browser"))
     status = django_filters.MultipleChoiceFilter(choices=RecordStatus.choices, label=_("Status"))
     check_status = django_filters.MultipleChoiceFilter(choices=CheckStatus.choices, label=_("URL check"))
     is_active = yes_no_filter(_("Active"))

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.utils.translation import gettext_lazy as _
 
 from selection.choices import Budget, CollectionKind, Depth, Frequency, RecordStatus
-from selection.models import Collection, CompatibilityRule, Theme
+from selection.models import Collection, CompatibilityRule, Record, Theme
 from webarchive.forms import BootstrapMixin
 
 
@@ -49,6 +49,11 @@ class RecordForm(BootstrapMixin, forms.Form):
     budget = forms.ChoiceField(choices=Budget.choices, label=_("Budget"))
     frequency = forms.ChoiceField(choices=Frequency.choices, label=_("Frequency"))
     depth = forms.ChoiceField(choices=Depth.choices, label=_("Depth"))
+    needs_browser = forms.BooleanField(
+        label=_("The site needs a browser"),
+        required=False,
+        help_text=Record._meta.get_field("needs_browser").help_text,
+    )
     theme = forms.ModelChoiceField(queryset=Theme.objects.none(), label=_("Theme"))
     keywords = forms.CharField(
         label=_("Keywords"),
@@ -131,6 +136,13 @@ class BulkEditForm(BootstrapMixin, forms.Form):
         choices=[("", "—"), *Frequency.choices], required=False, label=_("Frequency")
     )
     depth = forms.ChoiceField(choices=[("", "—"), *Depth.choices], required=False, label=_("Depth"))
+    needs_browser = forms.TypedChoiceField(
+        choices=[("", "—"), ("true", _("Needs a browser")), ("false", _("Does not need a browser"))],
+        coerce=lambda value: value == "true",
+        empty_value=None,
+        required=False,
+        label=_("The site needs a browser"),
+    )
     is_active = forms.TypedChoiceField(
         choices=[("", "—"), ("true", _("Active")), ("false", _("Inactive"))],
         coerce=lambda value: value == "true",

@@ -209,7 +209,7 @@ class RecordQuerySet(models.QuerySet):
 class Record(models.Model):
     """A seed URL proposed by a librarian into a collection, with how and why to harvest it."""
 
-    TECHNICAL_FIELDS = ("budget", "frequency", "depth", "url", "supplementary_urls")
+    TECHNICAL_FIELDS = ("budget", "frequency", "depth", "needs_browser", "url", "supplementary_urls")
 
     collection = models.ForeignKey(
         Collection, on_delete=models.PROTECT, related_name="records", verbose_name=_("collection")
@@ -254,6 +254,15 @@ class Record(models.Model):
     budget = models.CharField(_("budget"), max_length=10, choices=Budget)
     frequency = models.CharField(_("frequency"), max_length=15, choices=Frequency)
     depth = models.CharField(_("depth"), max_length=10, choices=Depth)
+    needs_browser = models.BooleanField(
+        _("the site needs a browser"),
+        default=False,
+        help_text=_(
+            "Its pages are built by JavaScript: opened without a browser they are empty or incomplete "
+            "(text, images or menus missing). The site is then harvested through a browser, which "
+            "takes longer."
+        ),
+    )
 
     # Description
     theme = models.ForeignKey(

@@ -439,7 +439,7 @@ class CollectionMappingSerializer(serializers.ModelSerializer):
 class BudgetMappingSerializer(serializers.ModelSerializer):
     class Meta:
         model = BudgetMapping
-        fields = ["id", "budget", "depth", "template", "max_objects", "max_bytes"]
+        fields = ["id", "budget", "depth", "template", "browser_template", "max_objects", "max_bytes"]
         extra_kwargs = {"max_objects": LIMIT, "max_bytes": LIMIT}
         validators = []
 

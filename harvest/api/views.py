@@ -442,9 +442,9 @@ class CollectionMappingViewSet(PlanningViewSetMixin, CrudViewSet):
 class BudgetMappingViewSet(PlanningViewSetMixin, CrudViewSet):
     """(budget, depth) → the template and limits of a transferred record's configuration."""
 
-    queryset = BudgetMapping.objects.select_related("template")
+    queryset = BudgetMapping.objects.select_related("template", "browser_template")
     serializer_class = BudgetMappingSerializer
-    filterset_fields = ["budget", "depth", "template"]
+    filterset_fields = ["budget", "depth", "template", "browser_template"]
 
     def perform_create(self, serializer):
         serializer.instance = planning.budget_mapping_save(user=self.request.user, **_fields(serializer))

@@ -263,7 +263,7 @@ class CollectionMappingForm(ParsingModelForm):
 class BudgetMappingForm(ParsingModelForm):
     class Meta:
         model = BudgetMapping
-        fields = ["budget", "depth", "template", "max_objects", "max_bytes"]
+        fields = ["budget", "depth", "template", "browser_template", "max_objects", "max_bytes"]
         help_texts = {
             "max_objects": _("Per configuration; -1 for no limit."),
             "max_bytes": _("Per configuration; -1 for no limit."),
@@ -271,8 +271,13 @@ class BudgetMappingForm(ParsingModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["template"].queryset = HarvestTemplate.objects.filter(is_active=True) | (
-            HarvestTemplate.objects.filter(pk=self.instance.template_id)
+        # Active templates, and the ones the mapping has now (kept until changed).
+        for name in ("template", "browser_template"):
+            self.fields[name].queryset = HarvestTemplate.objects.filter(
+                Q(is_active=True) | Q(pk=getattr(self.instance, f"{name}_id"))
+            ).order_by("name")
+        self.fields["browser_template"].empty_label = _(
+            "— none: records whose site needs a browser are skipped —"
         )
 
 

@@ -266,12 +266,22 @@ class CollectionMapping(models.Model):
 
 
 class BudgetMapping(models.Model):
-    """(budget, depth) → the template and limits a transferred record's configuration gets."""
+    """(budget, depth) → the template and limits a transferred record's configuration gets
+    (with another template for the records whose site needs a browser)."""
 
     budget = models.CharField(_("budget"), max_length=10, choices=Budget)
     depth = models.CharField(_("depth"), max_length=10, choices=Depth)
     template = models.ForeignKey(
         "harvest.HarvestTemplate", on_delete=models.PROTECT, related_name="+", verbose_name=_("template")
+    )
+    browser_template = models.ForeignKey(
+        "harvest.HarvestTemplate",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("template for sites that need a browser"),
+        help_text=_("Used instead for records whose site needs a browser; it should render pages."),
     )
     max_objects = models.BigIntegerField(_("max objects"), default=UNLIMITED)
     max_bytes = models.BigIntegerField(_("max bytes"), default=UNLIMITED)

@@ -1,5 +1,6 @@
 """Harvest templates: the crawler settings a domain configuration runs with."""
 
+from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
@@ -8,14 +9,19 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from harvest.choices import DedupPolicy, DepthPolicy, DigestAlgorithm
+from harvest.choices import DedupPolicy, DepthPolicy, DigestAlgorithm, RenderMode
 from harvest.validators import trap_list, validate_trap_lines
+
+RENDER_TIMES_MESSAGE = _(
+    "The time per behaviour cannot be longer than the time per rendered page, which includes it."
+)
 
 
 class HarvestTemplate(models.Model):
     """Crawler settings as structured fields; a job keeps a copy of the version it ran with."""
 
-    # The fields copied into a job (Job.template_settings) and shown as the template's settings.
+    # The fields copied into a job (Job.template_settings) and shown as the template's settings;
+    # the job gets the behaviour switches as one list, ``behaviours`` (see crawler_settings).
     SETTINGS = (
         "depth_policy",
         "clicks",
@@ -32,7 +38,17 @@ class HarvestTemplate(models.Model):
         "dedup",
         "dedup_verify",
         "digest_algorithm",
+        "render",
+        "behaviour_scroll",
+        "behaviour_click",
+        "behaviour_media",
+        "render_page_seconds",
+        "render_behaviour_seconds",
+        "viewport_width",
+        "viewport_height",
     )
+    # What the browser does on each rendered page, in the order it does it.
+    BEHAVIOURS = ("scroll", "click", "media")
 
     name = models.CharField(_("name"), max_length=200)
     description = models.TextField(_("description"), blank=True)
@@ -93,6 +109,67 @@ class HarvestTemplate(models.Model):
         _("WARC digest algorithm"), max_length=10, choices=DigestAlgorithm, default=DigestAlgorithm.SHA256
     )
 
+    # Browser rendering: the crawler's browser capture reads these (docs/harvesting.md says how).
+    render = models.CharField(
+        _("render pages in a browser"),
+        max_length=10,
+        choices=RenderMode,
+        default=RenderMode.OFF,
+        help_text=_(
+            "Render pages in a browser: for sites whose pages are built by JavaScript, which a plain "
+            "fetch archives nearly empty. The browser shows each page as a reader would see it, and "
+            "everything it loads (scripts, data, images, media) is archived. Rendering is much slower "
+            "than fetching: keep it to the sites that need it."
+        ),
+    )
+    behaviour_scroll = models.BooleanField(
+        _("scroll to the end"),
+        default=True,
+        help_text=_(
+            "Scroll each rendered page down to its end, so that endless pages load their next items "
+            "and lazy images appear."
+        ),
+    )
+    behaviour_click = models.BooleanField(
+        _("click in-page controls"),
+        default=True,
+        help_text=_(
+            "Click the buttons, tabs and “show more” links that load content without leaving the page."
+        ),
+    )
+    behaviour_media = models.BooleanField(
+        _("play audio and video"),
+        default=True,
+        help_text=_("Start the page's players, so that the sound and video they stream are archived."),
+    )
+    render_page_seconds = models.FloatField(
+        _("time per rendered page (s)"),
+        default=30.0,
+        validators=[MinValueValidator(5), MaxValueValidator(300)],
+        help_text=_("The most a rendered page may take in all, its behaviours included (5 to 300 s)."),
+    )
+    render_behaviour_seconds = models.FloatField(
+        _("time per behaviour (s)"),
+        default=10.0,
+        validators=[MinValueValidator(1), MaxValueValidator(120)],
+        help_text=_(
+            "The most each behaviour (scrolling, clicking, playing) may take on a page "
+            "(1 to 120 s, and not more than the time per page)."
+        ),
+    )
+    viewport_width = models.PositiveSmallIntegerField(
+        _("browser window width (px)"),
+        default=1366,
+        validators=[MinValueValidator(320), MaxValueValidator(3840)],
+        help_text=_("Sites serve the images and layout that fit the window: 320 (a phone) to 3840."),
+    )
+    viewport_height = models.PositiveSmallIntegerField(
+        _("browser window height (px)"),
+        default=768,
+        validators=[MinValueValidator(240), MaxValueValidator(2160)],
+        help_text=_("240 to 2160."),
+    )
+
     version = models.PositiveIntegerField(_("version"), default=1, editable=False)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
 
@@ -113,6 +190,11 @@ class HarvestTemplate(models.Model):
                 name="harvest_template_delays_ordered",
                 violation_error_message=_("The minimum delay cannot be longer than the maximum delay."),
             ),
+            models.CheckConstraint(
+                condition=Q(render_behaviour_seconds__lte=F("render_page_seconds")),
+                name="harvest_template_render_times_ordered",
+                violation_error_message=RENDER_TIMES_MESSAGE,
+            ),
         ]
 
     def __str__(self):
@@ -121,9 +203,20 @@ class HarvestTemplate(models.Model):
     def get_absolute_url(self):
         return reverse("harvest:template_detail", kwargs={"pk": self.pk})
 
+    def clean(self):
+        # The constraint below holds this in the database; here it is said at the field it concerns.
+        page, behaviour = self.render_page_seconds, self.render_behaviour_seconds
+        if page is not None and behaviour is not None and behaviour > page:
+            raise ValidationError({"render_behaviour_seconds": RENDER_TIMES_MESSAGE})
+
     def crawler_settings(self) -> dict:
         """The settings as plain JSON, as a job keeps them."""
         values = {name: getattr(self, name) for name in self.SETTINGS}
         values["accept_rules"] = trap_list(self.accept_rules)
         values["reject_rules"] = trap_list(self.reject_rules)
+        values["behaviours"] = [name for name in self.BEHAVIOURS if values.pop(f"behaviour_{name}")]
+        for name in ("render_page_seconds", "render_behaviour_seconds"):
+            values[name] = float(values[name])
+        for name in ("viewport_width", "viewport_height"):
+            values[name] = int(values[name])
         return {"template": self.name, "version": self.version, **values}

@@ -5,8 +5,12 @@ definition ((collection, frequency) → definition) and a template with limits
 ((budget, depth) → template). The record's registered domain gets a seed list
 and a configuration named ``<collection>_<frequency>_<budget>_<depth>``,
 holding the URLs of every record that shares those settings on that domain,
-and the configuration is attached to the definition. Configurations the
-transfer made that no record backs any more are detached.
+and the configuration is attached to the definition. The records whose site
+needs a browser get the mapping's browser template instead, in a configuration
+of their own (the same name with ``_browser`` at the end), so that one job
+renders them and another fetches the others; without a browser template they
+are skipped. Configurations the transfer made that no record backs any more
+are detached.
 
 Running it twice changes nothing the second time: each object is compared
 with what it should be and written only when it differs.
@@ -39,9 +43,12 @@ from webarchive.history import save_as
 from webarchive.permissions import CHANGE, require
 
 
-def configuration_name(collection: Collection, frequency: str, budget: str, depth: str) -> str:
+def configuration_name(
+    collection: Collection, frequency: str, budget: str, depth: str, *, needs_browser: bool = False
+) -> str:
     """The name of the configuration a transfer gives a record's settings."""
-    return f"{slugify(collection.name) or collection.pk}_{frequency}_{budget}_{depth}"
+    name = f"{slugify(collection.name) or collection.pk}_{frequency}_{budget}_{depth}"
+    return f"{name}_browser" if needs_browser else name
 
 
 @dataclass
@@ -51,6 +58,7 @@ class _Target:
     domain: str
     name: str
     mapping: BudgetMapping
+    template_id: int
     definition: HarvestDefinition
     seeds: set[str] = field(default_factory=set)
     records: list[int] = field(default_factory=list)
@@ -61,7 +69,7 @@ def _targets(collection: Collection, skipped: list) -> dict[tuple[str, str], _Ta
         m.frequency: m.harvest_definition
         for m in CollectionMapping.objects.filter(collection=collection).select_related("harvest_definition")
     }
-    budgets = {(m.budget, m.depth): m for m in BudgetMapping.objects.select_related("template")}
+    budgets = {(m.budget, m.depth): m for m in BudgetMapping.objects.all()}
     records = collection.records.filter(status=RecordStatus.VALIDATED, is_active=True).order_by("url", "pk")
     targets: dict[tuple[str, str], _Target] = {}
     for record in records:
@@ -77,6 +85,11 @@ def _targets(collection: Collection, skipped: list) -> dict[tuple[str, str], _Ta
                 "b": record.get_budget_display(),
                 "d": record.get_depth_display(),
             }
+        elif record.needs_browser and mapping.browser_template_id is None:
+            reason = _(
+                "the site needs a browser, and no browser template is mapped to the budget “%(b)s” "
+                "with the depth “%(d)s”"
+            ) % {"b": record.get_budget_display(), "d": record.get_depth_display()}
         else:
             try:
                 domain = domain_name_normalise(record.registered_domain)
@@ -85,8 +98,11 @@ def _targets(collection: Collection, skipped: list) -> dict[tuple[str, str], _Ta
         if reason:
             skipped.append({"record": record.pk, "url": record.url, "reason": reason})
             continue
-        name = configuration_name(collection, record.frequency, record.budget, record.depth)
-        target = targets.setdefault((domain, name), _Target(domain, name, mapping, definition))
+        name = configuration_name(
+            collection, record.frequency, record.budget, record.depth, needs_browser=record.needs_browser
+        )
+        template_id = mapping.browser_template_id if record.needs_browser else mapping.template_id
+        target = targets.setdefault((domain, name), _Target(domain, name, mapping, template_id, definition))
         target.seeds.update([record.url, *record.supplementary_url_list])
         target.records.append(record.pk)
     return targets
@@ -113,7 +129,7 @@ def _apply(target: _Target, collection: Collection, user, mapped: set[int], deta
     configuration = DomainConfiguration.objects.filter(domain=domain, name=target.name).first()
     created = configuration is None
     wanted = {
-        "template_id": target.mapping.template_id,
+        "template_id": target.template_id,
         "max_objects": target.mapping.max_objects,
         "max_bytes": target.mapping.max_bytes,
         "source_collection_id": collection.pk,

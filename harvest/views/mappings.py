@@ -33,7 +33,10 @@ class MappingListView(AreaRequiredMixin, TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         user = self.request.user
-        budgets = {(m.budget, m.depth): m for m in BudgetMapping.objects.select_related("template")}
+        budgets = {
+            (m.budget, m.depth): m
+            for m in BudgetMapping.objects.select_related("template", "browser_template")
+        }
         context.update(
             {
                 "collection_mappings": CollectionMapping.objects.select_related(

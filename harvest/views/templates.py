@@ -31,7 +31,7 @@ class TemplateListView(ObjectListView):
     area = PLANNING
     queryset = HarvestTemplate.objects.annotate(configuration_count=Count("configurations")).order_by("name")
     filterset_class = TemplateFilterSet
-    columns = ["name", "depth_policy", "obey_robots", "dedup", "version", "is_active"]
+    columns = ["name", "depth_policy", "obey_robots", "dedup", "render", "version", "is_active"]
     template_name = "harvest/template_list.html"
 
     def get_context_data(self, **kwargs):

@@ -84,6 +84,7 @@ class RecordSerializer(serializers.ModelSerializer):
             "budget",
             "frequency",
             "depth",
+            "needs_browser",
             "theme",
             "keywords",
             "content_notes",

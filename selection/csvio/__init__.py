@@ -11,9 +11,9 @@ translated, so that a file re-imports whatever the interface language. Values:
   so the separator is unambiguous and every record stays on one line;
 - ``keywords`` separated by ``"; "`` (a keyword containing ``;`` is split in two
   on import);
-- ``active`` is ``yes``/``no``; users are their usernames; dates are
-  ``YYYY-MM-DD HH:MM:SS`` in the server's time zone (``TIME_ZONE``), which
-  spreadsheets read as dates.
+- ``active`` and ``needs_browser`` are ``yes``/``no``; users are their
+  usernames; dates are ``YYYY-MM-DD HH:MM:SS`` in the server's time zone
+  (``TIME_ZONE``), which spreadsheets read as dates.
 
 Spreadsheet formula injection: a cell that starts with ``=``, ``+``, ``-``,
 ``@``, a tab or a carriage return (after any apostrophes) gets one more leading
@@ -30,10 +30,12 @@ names the columns like the export (case, spaces, ``_`` and ``-`` ignored; the
 fields' names in the interface language are accepted too). ``url`` and
 ``theme`` are required; ``budget``, ``frequency``, ``depth`` (collection
 defaults when empty), ``responsible`` (the importing user when empty),
-``keywords``, ``supplementary_urls``, ``content_notes``, ``technical_notes`` and
-``active`` (yes when empty) are optional; the export's other columns are
-ignored. Each line becomes an :class:`ImportRow` with its errors, field by
-field; the URLs are checked online, several at a time. Nothing is written.
+``keywords``, ``supplementary_urls``, ``content_notes``, ``technical_notes``,
+``active`` (yes when empty) and ``needs_browser`` (no when empty) are optional;
+a yes/no cell also reads true/false, 1/0, oui/non (anything else is an error of
+its row); the export's other columns are ignored. Each line becomes an
+:class:`ImportRow` with its errors, field by field; the URLs are checked
+online, several at a time. Nothing is written.
 
 :func:`import_commit` then creates the records through
 ``selection.services.record_propose``, in one transaction: all of them or none

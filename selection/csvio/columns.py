@@ -19,6 +19,7 @@ EXPORT_COLUMNS = (
     "budget",
     "frequency",
     "depth",
+    "needs_browser",
     "theme",
     "keywords",
     "content_notes",
@@ -45,6 +46,7 @@ IMPORT_COLUMNS = (
     "content_notes",
     "technical_notes",
     "active",
+    "needs_browser",
 )
 REQUIRED_COLUMNS = ("url", "theme")
 # Column -> the Record field it holds (for its verbose name); the others have the same name.

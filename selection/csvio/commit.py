@@ -110,6 +110,7 @@ def _create(user, collection: Collection, row: ImportRow, themes: dict, users: d
         budget=cleaned["budget"],
         frequency=cleaned["frequency"],
         depth=cleaned["depth"],
+        needs_browser=cleaned.get("needs_browser", False),
         responsible=responsible,
         keywords=cleaned.get("keywords", []),
         supplementary_urls=cleaned.get("supplementary_urls", ""),

@@ -27,6 +27,7 @@ def _record_cells(record: Record) -> list[str]:
         record.budget,
         record.frequency,
         record.depth,
+        "yes" if record.needs_browser else "no",
         record.theme.name,
         "; ".join(keyword.name for keyword in record.keywords.all()),
         record.content_notes,

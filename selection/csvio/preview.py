@@ -351,16 +351,21 @@ def _check_keywords(row: ImportRow) -> None:
         row.cleaned["keywords"] = []
 
 
-def _check_active(row: ImportRow) -> None:
-    value = row.values.get("active", "").strip().lower()
-    if not value or value in _YES or value == _("yes").lower():
-        row.cleaned["is_active"] = True
+def _yes_no(row: ImportRow, column: str, field: str, *, default: bool) -> None:
+    """A yes/no cell (also true/false, 1/0, oui/non, …); empty gives ``default``."""
+    value = row.values.get(column, "").strip().lower()
+    if not value:
+        row.cleaned[field] = default
+    elif value in _YES or value == _("yes").lower():
+        row.cleaned[field] = True
     elif value in _NO or value == _("no").lower():
-        row.cleaned["is_active"] = False
+        row.cleaned[field] = False
     else:
+        # Named, since a row's errors are also listed without their columns (the import's result).
         row.add_error(
-            "active",
-            _("“%(value)s” is not yes or no.") % {"value": row.values["active"].strip()},
+            column,
+            _("“%(value)s” is not yes or no (%(field)s).")
+            % {"value": row.values[column].strip(), "field": column_label(column)},
         )
 
 
@@ -396,7 +401,8 @@ def _check_row(row: ImportRow, collection: Collection, themes: dict[str, Theme],
             row.cleaned["responsible"] = user.pk
     _check_keywords(row)
     _check_supplementary(row)
-    _check_active(row)
+    _yes_no(row, "active", "is_active", default=True)
+    _yes_no(row, "needs_browser", "needs_browser", default=False)
     row.cleaned["content_notes"] = row.values.get("content_notes", "")
     row.cleaned["technical_notes"] = row.values.get("technical_notes", "")
 

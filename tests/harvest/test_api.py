@@ -62,6 +62,20 @@ def put(client, url, data):
     return client.put(url, data, content_type="application/json")
 
 
+RENDER_TIMES = "The time per behaviour cannot be longer than the time per rendered page, which includes it."
+# The template fields of browser rendering, as the API reads and writes them.
+BROWSER_FIELDS = (
+    "render",
+    "behaviour_scroll",
+    "behaviour_click",
+    "behaviour_media",
+    "render_page_seconds",
+    "render_behaviour_seconds",
+    "viewport_width",
+    "viewport_height",
+)
+
+
 def detail(name, obj, **kwargs):
     return reverse(f"api:{name}-detail", kwargs={"pk": obj.pk, **kwargs})
 
@@ -465,6 +479,78 @@ def test_templates_are_versioned_and_never_deleted(api):
     assert HarvestTemplate.objects.filter(pk=template.pk).exists()
 
 
+def test_browser_rendering_is_written_through_the_api_and_frozen_into_a_job(api, make_domain, selective):
+    response = post(
+        api,
+        reverse("api:harvesttemplate-list"),
+        {
+            "name": "rendered",
+            "render": "all",
+            "behaviour_media": False,
+            "render_page_seconds": 45,
+            "viewport_width": 390,
+            "viewport_height": 844,
+        },
+    )
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert {key: body[key] for key in BROWSER_FIELDS} == {
+        "render": "all",
+        "behaviour_scroll": True,
+        "behaviour_click": True,
+        "behaviour_media": False,
+        "render_page_seconds": 45.0,
+        "render_behaviour_seconds": 10.0,
+        "viewport_width": 390,
+        "viewport_height": 844,
+    }
+    template = HarvestTemplate.objects.get(name="rendered")
+    response = patch(api, detail("harvesttemplate", template), {"behaviour_click": False})
+    assert response.json()["version"] == 2
+    assert api.get(reverse("api:harvesttemplate-list") + "?render=all").json()["count"] == 1
+    assert api.get(reverse("api:harvesttemplate-list") + "?render=seeds").json()["count"] == 0
+
+    domain = make_domain("example.fr")
+    configuration_save(configuration=domain.default_configuration, template=template)
+    definition_configurations_change(definition=selective, add=[domain.default_configuration])
+    run = HarvestRun.objects.create(harvest_definition=selective, number=1, scheduled_for=timezone.now())
+    [job] = jobs_generate(definition=selective, run=run)
+    frozen = api.get(detail("job", job)).json()["template_settings"]
+    assert (frozen["render"], frozen["behaviours"], frozen["render_page_seconds"]) == (
+        "all",
+        ["scroll"],
+        45.0,
+    )
+    assert (frozen["viewport_width"], frozen["viewport_height"], frozen["version"]) == (390, 844, 2)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            {"render_behaviour_seconds": 40},  # the page has 30
+            {"render_behaviour_seconds": [RENDER_TIMES]},
+        ),
+        ({"render": "sometimes"}, {"render": ['"sometimes" is not a valid choice.']}),
+        ({"viewport_width": 100}, {"viewport_width": ["Ensure this value is greater than or equal to 320."]}),
+        (
+            {"viewport_height": 4000},
+            {"viewport_height": ["Ensure this value is less than or equal to 2160."]},
+        ),
+        (
+            {"render_page_seconds": 301},
+            {"render_page_seconds": ["Ensure this value is less than or equal to 300."]},
+        ),
+    ],
+)
+def test_bad_browser_rendering_is_refused_at_its_field_and_changes_nothing(api, template, body, expected):
+    before = HarvestTemplate.objects.filter(pk=template.pk).values().get()
+    response = patch(api, detail("harvesttemplate", template), body)
+    assert response.status_code == 400
+    assert response.json() == expected
+    assert HarvestTemplate.objects.filter(pk=template.pk).values().get() == before
+
+
 def test_schedules_show_their_next_five_runs(api):
     start = timezone.now() - timedelta(days=40)
     response = post(
@@ -666,6 +752,13 @@ def test_budget_mappings_crud(api, template):
     assert response.status_code == 200, response.json()
     mapping.refresh_from_db()
     assert (mapping.template, mapping.max_objects) == (template, 42)
+    response = patch(api, detail("budgetmapping", mapping), {"browser_template": template.pk})
+    assert response.json()["browser_template"] == template.pk
+    assert api.get(url + f"?browser_template={template.pk}").json()["count"] == 1
+    response = patch(api, detail("budgetmapping", mapping), {"browser_template": None})
+    assert response.status_code == 200 and response.json()["browser_template"] is None
+    response = patch(api, detail("budgetmapping", mapping), {"browser_template": 999_999})
+    assert list(response.json()) == ["browser_template"]
     response = patch(api, detail("budgetmapping", mapping), {"max_bytes": -3})
     assert response.json() == {"max_bytes": ["Ensure this value is greater than or equal to -1."]}
     assert api.delete(detail("budgetmapping", mapping)).status_code == 204

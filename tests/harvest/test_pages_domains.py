@@ -11,8 +11,16 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import NoReverseMatch, resolve, reverse
 from django.utils import timezone
 
-from harvest.models import Domain, DomainConfiguration, GlobalCrawlerTrapList, HarvestTemplate, SeedList
+from harvest.models import (
+    Domain,
+    DomainConfiguration,
+    GlobalCrawlerTrapList,
+    HarvestRun,
+    HarvestTemplate,
+    SeedList,
+)
 from harvest.services.domains import configuration_save, domain_set_alias, domains_create_bulk, seed_list_save
+from harvest.services.launcher import jobs_generate
 from harvest.services.planning import definition_configurations_change, template_save, trap_list_save
 from tests.access import user_for
 from tests.factories import UserFactory
@@ -47,6 +55,17 @@ def domain(make_domain):
 @pytest.fixture
 def trap_list(db):
     return trap_list_save(name="Calendars", traps=r"/calendar/\d{4}/")
+
+
+# What the crawler's browser capture reads from a job's template settings.
+BROWSER_KEYS = (
+    "render",
+    "behaviours",
+    "render_page_seconds",
+    "render_behaviour_seconds",
+    "viewport_width",
+    "viewport_height",
+)
 
 
 def errors_of(response, field="__all__"):
@@ -903,6 +922,14 @@ def template_data(template=None, **fields):
         "extract_sitemaps": "on",
         "dedup": "all",
         "digest_algorithm": "sha256",
+        "render": "off",
+        "behaviour_scroll": "on",
+        "behaviour_click": "on",
+        "behaviour_media": "on",
+        "render_page_seconds": 30,
+        "render_behaviour_seconds": 10,
+        "viewport_width": 1366,
+        "viewport_height": 768,
     }
     data.update(fields)
     return {key: value for key, value in data.items() if value is not None}
@@ -947,6 +974,20 @@ def test_create_a_template_then_a_settings_change_is_a_new_version(as_curator, c
         ({"name": "DEFAULT"}, "__all__", "A template with this name already exists."),
         ({"clicks": 51}, "clicks", "Ensure this value is less than or equal to 50."),
         ({"depth_policy": "galaxy"}, "depth_policy", "Select a valid choice."),
+        (
+            {"render_page_seconds": 20, "render_behaviour_seconds": 25},
+            "render_behaviour_seconds",
+            "The time per behaviour cannot be longer than the time per rendered page, which includes it.",
+        ),
+        (
+            {"render_page_seconds": 2},
+            "render_page_seconds",
+            "Ensure this value is greater than or equal to 5.",
+        ),
+        ({"render_behaviour_seconds": 0.5}, "render_behaviour_seconds", "greater than or equal to 1."),
+        ({"viewport_width": 5000}, "viewport_width", "Ensure this value is less than or equal to 3840."),
+        ({"viewport_height": 100}, "viewport_height", "Ensure this value is greater than or equal to 240."),
+        ({"render": "sometimes"}, "render", "Select a valid choice."),
     ],
 )
 def test_a_refused_template_shows_why_and_changes_nothing(as_curator, template, fields, field, message):
@@ -958,13 +999,113 @@ def test_a_refused_template_shows_why_and_changes_nothing(as_curator, template, 
         assert snapshot(HarvestTemplate) == before
 
 
+def test_the_times_of_rendering_are_refused_at_the_behaviour_field_only(as_curator):
+    response = as_curator.post(
+        reverse("harvest:template_create"),
+        template_data(render="all", render_page_seconds=20, render_behaviour_seconds=25),
+    )
+    errors = response.context["form"].errors
+    assert list(errors) == ["render_behaviour_seconds"]  # once, where it is put right
+    assert "is-invalid" in str(response.context["form"]["render_behaviour_seconds"])
+    assert not HarvestTemplate.objects.filter(name="news-sites").exists()
+
+
+def test_browser_rendering_is_saved_shown_as_a_group_and_frozen_into_a_job(as_curator, domain, selective):
+    data = template_data(
+        render="all",
+        behaviour_click=None,  # unticked
+        render_page_seconds=60,
+        render_behaviour_seconds=15,
+        viewport_width=1920,
+        viewport_height=1080,
+    )
+    response = as_curator.post(reverse("harvest:template_create"), data, follow=True)
+    template = HarvestTemplate.objects.get(name="news-sites")
+    assert (
+        template.render,
+        template.behaviour_scroll,
+        template.behaviour_click,
+        template.behaviour_media,
+    ) == (
+        "all",
+        True,
+        False,
+        True,
+    )
+    assert (template.render_page_seconds, template.render_behaviour_seconds) == (60.0, 15.0)
+    assert (template.viewport_width, template.viewport_height) == (1920, 1080)
+    rows = dict(dict(response.context["groups"])["Browser rendering"])
+    assert rows["render pages in a browser"] == "Every HTML page in scope"
+    assert (rows["scroll to the end"], rows["click in-page controls"], rows["play audio and video"]) == (
+        "yes",
+        "no",
+        "yes",
+    )
+    assert "Browser rendering" in page_text(response)
+
+    edit = reverse("harvest:template_edit", args=[template.pk])
+    form_page = page_text(as_curator.get(edit))
+    assert "Render pages in a browser: for sites whose pages are built by JavaScript" in form_page
+    post_edit(as_curator, edit, {**data, "render": "seeds"})
+    template.refresh_from_db()
+    assert (template.version, template.render) == (2, "seeds")  # a crawler setting: a new version
+
+    configuration = configuration_save(
+        domain=domain, name="rendered", template=template, seed_lists=list(domain.seed_lists.all())
+    )
+    definition_configurations_change(definition=selective, add=[configuration])
+    run = HarvestRun.objects.create(harvest_definition=selective, number=1, scheduled_for=timezone.now())
+    [job] = jobs_generate(definition=selective, run=run)
+    settings = job.template_settings
+    assert {key: settings[key] for key in BROWSER_KEYS} == {
+        "render": "seeds",
+        "behaviours": ["scroll", "media"],
+        "render_page_seconds": 60.0,
+        "render_behaviour_seconds": 15.0,
+        "viewport_width": 1920,
+        "viewport_height": 1080,
+    }
+    assert isinstance(settings["render_page_seconds"], float)
+    assert not any(key.startswith("behaviour_") for key in settings)
+    assert settings["version"] == 2
+
+
+def test_an_existing_template_renders_nothing_and_its_job_says_so(default_template):
+    settings = default_template.crawler_settings()
+    assert {key: settings[key] for key in BROWSER_KEYS} == {
+        "render": "off",
+        "behaviours": ["scroll", "click", "media"],
+        "render_page_seconds": 30.0,
+        "render_behaviour_seconds": 10.0,
+        "viewport_width": 1366,
+        "viewport_height": 768,
+    }
+
+
 def test_the_template_page_groups_every_setting_and_counts_its_configurations(as_curator, domain, template):
     configuration_save(
         domain=domain, name="deep", template=template, seed_lists=list(domain.seed_lists.all())
     )
     response = as_curator.get(template.get_absolute_url())
     groups = dict(response.context["groups"])
-    assert list(groups) == ["Scope", "Robots", "Politeness", "Extractors", "Deduplication and digest"]
+    assert list(groups) == [
+        "Scope",
+        "Robots",
+        "Politeness",
+        "Extractors",
+        "Deduplication and digest",
+        "Browser rendering",
+    ]
+    assert [label for label, _value in groups["Browser rendering"]] == [
+        "render pages in a browser",
+        "scroll to the end",
+        "click in-page controls",
+        "play audio and video",
+        "time per rendered page (s)",
+        "time per behaviour (s)",
+        "browser window width (px)",
+        "browser window height (px)",
+    ]
     shown = [label for rows in groups.values() for label, _value in rows]
     assert sorted(shown) == sorted(
         HarvestTemplate._meta.get_field(n).verbose_name for n in HarvestTemplate.SETTINGS

@@ -734,6 +734,41 @@ def test_budget_mappings_are_edited_withdrawn_and_created(as_curator, template):
     assert BudgetMapping.objects.get(budget=Budget.LARGE, depth=Depth.DOMAIN).max_objects == 2_000_000
 
 
+def test_a_budget_mapping_gets_a_template_for_sites_that_need_a_browser(as_curator, template, curator):
+    mapping = BudgetMapping.objects.get(budget=Budget.SMALL, depth=Depth.HOST)
+    edit = reverse("harvest:budget_mapping_edit", args=[mapping.pk])
+    form = as_curator.get(edit).context["form"]
+    assert form["browser_template"].help_text == (
+        "Used instead for records whose site needs a browser; it should render pages."
+    )
+    grid = page_text(as_curator.get(reverse("harvest:mapping_list")))
+    assert "needs a browser: not mapped: skipped" in grid
+    data = {
+        "budget": Budget.SMALL,
+        "depth": Depth.HOST,
+        "template": mapping.template_id,
+        "browser_template": template.pk,
+        "max_objects": "10000",
+        "max_bytes": "-1",
+    }
+    response = as_curator.post(edit, data)
+    assert response.status_code == 302
+    mapping.refresh_from_db()
+    assert mapping.browser_template == template
+    assert mapping.history.first().history_user == curator
+    # The template does not render pages: the grid says so.
+    grid = page_text(as_curator.get(reverse("harvest:mapping_list")))
+    assert f"needs a browser: {template} (does not render pages)" in grid
+
+    response = as_curator.post(edit, {**data, "browser_template": "999999"})
+    assert field_errors(response, "browser_template") == [
+        "Select a valid choice. That choice is not one of the available choices."
+    ]
+    response = as_curator.post(edit, {**data, "browser_template": ""})
+    mapping.refresh_from_db()
+    assert mapping.browser_template is None
+
+
 def test_a_budget_mapping_limit_below_minus_one_is_refused(as_curator, template):
     mapping = BudgetMapping.objects.get(budget=Budget.SMALL, depth=Depth.PAGE)
     data = {

@@ -3,8 +3,21 @@
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from harvest.models import BudgetMapping, Domain, DomainConfiguration, HarvestTemplate, TransferReport
-from harvest.services.planning import collection_mapping_save, definition_save
+from harvest.choices import RenderMode
+from harvest.models import (
+    BudgetMapping,
+    Domain,
+    DomainConfiguration,
+    HarvestTemplate,
+    SeedList,
+    TransferReport,
+)
+from harvest.services.planning import (
+    budget_mapping_save,
+    collection_mapping_save,
+    definition_save,
+    template_save,
+)
 from harvest.services.transfer import configuration_name, transfer_collection, transfer_for_definition
 from selection.choices import Budget, Depth, Frequency, RecordStatus
 from tests.factories import CollectionFactory, RecordFactory, UserFactory
@@ -162,3 +175,91 @@ def test_only_planners_may_transfer(collection, monthly):
     assert not DomainConfiguration.objects.exists()
     report = transfer_collection(collection=collection, user=UserFactory(roles=[Role.CURATOR]))
     assert report.created == 1 and report.user is not None
+
+
+# Sites that need a browser ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def browser_template():
+    return template_save(name="rendered-host", depth_policy="host", render=RenderMode.ALL)
+
+
+@pytest.fixture
+def small_host(browser_template):
+    mapping = BudgetMapping.objects.get(budget=Budget.SMALL, depth=Depth.HOST)
+    return budget_mapping_save(mapping=mapping, browser_template=browser_template)
+
+
+def test_a_site_that_needs_a_browser_gets_the_browser_template_in_a_configuration_of_its_own(
+    collection, monthly, small_host, browser_template
+):
+    record(collection, "http://www.parti-a.fr/")
+    record(collection, "http://app.parti-a.fr/", needs_browser=True)  # same domain and settings
+    record(collection, "http://spa.parti-a.fr/", needs_browser=True)
+    report = transfer_collection(collection=collection)
+    plain = configuration_name(collection, "monthly", "small", "host")
+    browser = configuration_name(collection, "monthly", "small", "host", needs_browser=True)
+    assert browser == "elections-2027_monthly_small_host_browser"
+    assert attached(monthly) == [f"parti-a.fr/{plain}", f"parti-a.fr/{browser}"]
+    assert (report.created, report.skipped) == (2, 0)
+    rendered = DomainConfiguration.objects.get(domain__name="parti-a.fr", name=browser)
+    assert rendered.template == browser_template
+    assert (rendered.max_objects, rendered.max_bytes) == (small_host.max_objects, small_host.max_bytes)
+    assert rendered.seed_lists.get().seed_urls == ["http://app.parti-a.fr/", "http://spa.parti-a.fr/"]
+    assert rendered.source_collection == collection
+    fetched = DomainConfiguration.objects.get(domain__name="parti-a.fr", name=plain)
+    assert fetched.template == small_host.template
+    assert fetched.seed_lists.get().seed_urls == ["http://www.parti-a.fr/"]
+
+
+def test_the_transfer_of_sites_that_need_a_browser_is_idempotent(collection, monthly, small_host):
+    record(collection, "http://www.parti-a.fr/", needs_browser=True)
+    record(collection, "http://parti-b.fr/")
+    transfer_collection(collection=collection)
+    configurations = list(DomainConfiguration.objects.order_by("pk").values())
+    seed_lists = list(SeedList.objects.order_by("pk").values())
+    history = sum(c.history.count() for c in DomainConfiguration.objects.all())
+    second = transfer_collection(collection=collection)
+    assert (second.created, second.updated, second.unchanged, second.detached, second.skipped) == (
+        0,
+        0,
+        2,
+        0,
+        0,
+    )
+    assert list(DomainConfiguration.objects.order_by("pk").values()) == configurations
+    assert list(SeedList.objects.order_by("pk").values()) == seed_lists
+    assert sum(c.history.count() for c in DomainConfiguration.objects.all()) == history
+
+
+def test_a_site_that_needs_a_browser_without_a_browser_template_is_skipped(collection, monthly):
+    record(collection, "http://www.parti-a.fr/")
+    needing = record(collection, "http://parti-b.fr/", needs_browser=True)
+    report = transfer_collection(collection=collection)
+    assert (report.created, report.skipped) == (1, 1)
+    assert report.details["skipped"] == [
+        {
+            "record": needing.pk,
+            "url": "http://parti-b.fr/",
+            "reason": "the site needs a browser, and no browser template is mapped to the budget “Small” "
+            "with the depth “The host”",
+        }
+    ]
+    assert not Domain.objects.filter(name="parti-b.fr").exists()
+    assert transfer_collection(collection=collection).skipped == 1  # and stays so, changing nothing
+
+
+def test_a_record_that_comes_to_need_a_browser_moves_to_the_browser_configuration(
+    collection, monthly, small_host, browser_template
+):
+    site = record(collection, "http://www.parti-a.fr/")
+    transfer_collection(collection=collection)
+    type(site).objects.filter(pk=site.pk).update(needs_browser=True)
+    report = transfer_collection(collection=collection)
+    assert (report.created, report.detached) == (1, 1)
+    assert attached(monthly) == ["parti-a.fr/elections-2027_monthly_small_host_browser"]
+    # The mapping's browser template changes: the configuration follows at the next transfer.
+    budget_mapping_save(mapping=small_host, browser_template=template_save(name="other", render="seeds"))
+    assert transfer_collection(collection=collection).updated == 1
+    assert DomainConfiguration.objects.get(name__endswith="_browser").template.name == "other"

@@ -63,6 +63,27 @@ def test_an_update_needs_the_version_and_refuses_a_stale_one(client, librarian, 
     assert Record.objects.get(pk=record.pk).content_notes == "first"
 
 
+def test_the_site_needs_a_browser_is_read_written_and_filtered(client, librarian, collection, theme):
+    record = RecordFactory(collection=collection, theme=theme, url="http://spa.example.org/")
+    plain = RecordFactory(collection=collection, theme=theme, url="http://plain.example.org/")
+    url = reverse("api:record-detail", kwargs={"pk": record.pk})
+    api(client, librarian)
+    assert client.get(url).json()["needs_browser"] is False
+    response = client.patch(url, {"needs_browser": True, "version": 1}, content_type="application/json")
+    assert response.status_code == 200, response.json()
+    assert (response.json()["needs_browser"], response.json()["version"]) == (True, 2)
+    listed = client.get(reverse("api:record-list") + "?needs_browser=true").json()["results"]
+    assert [r["id"] for r in listed] == [record.pk]
+    listed = client.get(reverse("api:record-list") + "?needs_browser=false").json()["results"]
+    assert [r["id"] for r in listed] == [plain.pk]
+    response = client.patch(
+        url, {"needs_browser": "sometimes", "version": 2}, content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json() == {"needs_browser": ["Must be a valid boolean."]}
+    assert Record.objects.get(pk=record.pk).version == 2
+
+
 def test_a_librarian_outside_the_collection_gets_403_with_the_reason(client, theme):
     outsider = UserFactory(roles=[Role.LIBRARIAN])
     record = RecordFactory(collection=theme.collection, theme=theme)

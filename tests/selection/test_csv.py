@@ -117,6 +117,7 @@ def importable(record):
         record.budget,
         record.frequency,
         record.depth,
+        record.needs_browser,
         record.responsible.username,
         sorted(k.name for k in record.keywords.all()),
         record.supplementary_urls,
@@ -140,10 +141,11 @@ def test_export_is_a_streamed_utf8_csv_with_bom_header_and_one_row_per_record(cl
         budget="medium",
         frequency="weekly",
         depth="page+1",
+        needs_browser=True,
         is_active=False,
         responsible=librarian,
     )
-    RecordFactory(collection=collection, theme=politics, url="https://other.example.org/")
+    other = RecordFactory(collection=collection, theme=politics, url="https://other.example.org/")
     client.force_login(librarian)
     response = client.get(reverse("selection:record_export"))
     assert response.status_code == 200
@@ -164,6 +166,9 @@ def test_export_is_a_streamed_utf8_csv_with_bom_header_and_one_row_per_record(cl
     assert row["theme"] == "Politics"
     assert row["keywords"] == "Presse; Élections" or row["keywords"] == "Élections; Presse"
     assert row["active"] == "no"
+    assert row["needs_browser"] == "yes"
+    other_row = dict(zip(EXPORT_COLUMNS, next(r for r in rows[1:] if r[0] == str(other.pk)), strict=True))
+    assert (other_row["active"], other_row["needs_browser"]) == ("yes", "no")
     assert row["status"] == "proposed"
     assert row["url_check"] == "ok"
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", row["created_at"])
@@ -232,6 +237,7 @@ def test_export_then_import_into_another_collection_gives_the_same_records(clien
         budget="medium",
         frequency="weekly",
         depth="path",
+        needs_browser=True,
         keywords=["Elections", "Local news"],
         supplementary_urls="https://www.example.org/sitemap.xml\nhttps://www.example.org/feed",
         content_notes='Line one\nline two, with ; and "quotes"',
@@ -263,6 +269,46 @@ def test_export_then_import_into_another_collection_gives_the_same_records(clien
     assert sorted(without_theme_case(r) for r in target.records.all()) == sorted(
         without_theme_case(r) for r in collection.records.all()
     )
+    assert dict(target.records.values_list("url", "needs_browser")) == {
+        "https://www.example.org/news/": True,
+        "http://b.example.org/": False,
+    }
+
+
+def test_the_needs_browser_column_reads_yes_or_no_and_refuses_anything_else_at_its_row(librarian, collection):
+    text = "\n".join(
+        [
+            "url;theme;The site needs a browser",  # the field's name in the interface is read too
+            "https://a.example.org/;Politics;yes",  # 2
+            "https://b.example.org/;Politics;NON",  # 3
+            "https://c.example.org/;Politics;true",  # 4
+            "https://d.example.org/;Politics;0",  # 5
+            "https://e.example.org/;Politics;oui",  # 6
+            "https://f.example.org/;Politics;",  # 7: empty is no
+            "https://g.example.org/;Politics;sometimes",  # 8
+            "https://h.example.org/;Politics;1",  # 9
+            "https://i.example.org/;Politics;False",  # 10
+        ]
+    )
+    preview = preview_of(text, librarian, collection)
+    assert preview.columns == ["url", "theme", "needs_browser"]
+    assert errors_by_line(preview) == {
+        8: {"needs_browser": ["“sometimes” is not yes or no (the site needs a browser)."]}
+    }
+    result = import_commit(user=librarian, collection=collection, preview=preview, all_or_nothing=False)
+    assert [(row.line, row.messages) for row in result.skipped] == [
+        (8, ["“sometimes” is not yes or no (the site needs a browser)."])
+    ]
+    assert dict(collection.records.values_list("url", "needs_browser")) == {
+        "https://a.example.org/": True,
+        "https://b.example.org/": False,
+        "https://c.example.org/": True,
+        "https://d.example.org/": False,
+        "https://e.example.org/": True,
+        "https://f.example.org/": False,
+        "https://h.example.org/": True,
+        "https://i.example.org/": False,
+    }
 
 
 # Reading the file ------------------------------------------------------------------------------------
@@ -391,7 +437,7 @@ def test_each_kind_of_error_is_reported_on_its_line_and_field(librarian, collect
         9: {"url": [f"This URL is already in this collection (record #{existing.pk})."]},
         11: {"url": ["This URL is already on line 10 of the file."]},
         12: {"url_check": ["This URL cannot be selected: The server answered 404 Not Found."]},
-        13: {"active": ["“maybe” is not yes or no."]},
+        13: {"active": ["“maybe” is not yes or no (active)."]},
         14: {
             "supplementary_urls": [
                 "“ftp://x.example.org/”: Only http and https URLs can be harvested, not “ftp”."
@@ -768,6 +814,7 @@ random_row = st.fixed_dictionaries(
         "responsible": st.sampled_from(["", "louise", "nobody"]),
         "keywords": CELLS,
         "active": st.sampled_from(["", "yes", "no", "maybe"]),
+        "needs browser": st.sampled_from(["", "oui", "0", "sometimes"]),
         "supplementary urls": st.sampled_from(["", "https://a.example.org/feed", "ftp://x", "a b"]),
     }
 )
@@ -782,6 +829,7 @@ plausible_row = st.fixed_dictionaries(
         "responsible": st.sampled_from(["", "louise"]),
         "keywords": st.sampled_from(["", "a", "a; B", "=x"]),
         "active": st.sampled_from(["", "yes", "no"]),
+        "needs browser": st.sampled_from(["", "yes", "no"]),
         "supplementary urls": st.sampled_from(["", "https://a.example.org/feed"]),
     }
 )

@@ -224,6 +224,64 @@ def test_the_edit_form_shows_the_forbidden_combinations(client, librarian, colle
     assert "Large + Daily + any" in html  # listed for readers without JavaScript
 
 
+# The site needs a browser -----------------------------------------------------------------------
+
+
+def test_a_librarian_says_when_the_proposed_site_needs_a_browser(
+    client, librarian, collection, theme, testsite
+):
+    client.force_login(librarian)
+    page = stage1(client, collection, testsite.url("/ok"))
+    field = page.context["form"]["needs_browser"]
+    assert field.label == "The site needs a browser"
+    assert field.help_text.startswith("Its pages are built by JavaScript:")
+    assert str(field.help_text) in page.content.decode()
+    stage2(client, collection, page, theme=theme.pk, **{"needs_browser": "on"})
+    assert Record.objects.get().needs_browser is True
+
+
+def test_the_site_needs_a_browser_is_edited_shown_filtered_and_bulk_edited(
+    client, librarian, collection, theme
+):
+    record = RecordFactory(collection=collection, theme=theme, status=RecordStatus.VALIDATED)
+    other = RecordFactory(collection=collection, theme=theme)
+    client.force_login(librarian)
+    response = client.post(
+        reverse("selection:record_edit", kwargs={"pk": record.pk}), edit_data(record, needs_browser="on")
+    )
+    assert response.status_code == 302
+    record.refresh_from_db()
+    # How the site is harvested changed: a curator validates it again.
+    assert (record.needs_browser, record.status) == (True, RecordStatus.PROPOSED)
+    assert record.status_reason == "Technical settings changed after validation."
+    assert record.history.first().needs_browser is True
+
+    page = client.get(record.get_absolute_url())
+    assert ("the site needs a browser", "yes") in page.context["field_rows"]
+    assert "The site needs a browser" in page.content.decode()
+    edit = client.get(reverse("selection:record_edit", kwargs={"pk": record.pk}))
+    assert edit.context["form"]["needs_browser"].value() is True
+
+    listed = client.get(reverse("selection:record_list"), {"needs_browser": "true"})
+    assert [row[0] for row in listed.context["rows"]] == [record]
+    listed = client.get(reverse("selection:record_list"), {"needs_browser": "false"})
+    assert [row[0] for row in listed.context["rows"]] == [other]
+
+    url = reverse("selection:record_bulk_edit")
+    done = client.post(
+        url, {"scope": "all", "query": f"collection={collection.pk}", "apply": "1", "needs_browser": "true"}
+    )
+    assert done.status_code == 302
+    assert set(Record.objects.values_list("needs_browser", flat=True)) == {True}
+    done = client.post(
+        url,
+        {"scope": "all", "query": f"collection={collection.pk}", "apply": "1", "needs_browser": "false"},
+        follow=True,
+    )
+    assert "2 record(s) checked; changes made — needs_browser: 2." in done.content.decode()
+    assert set(Record.objects.values_list("needs_browser", flat=True)) == {False}
+
+
 # Curators ----------------------------------------------------------------------------------------
 
 

@@ -62,3 +62,44 @@ def test_demo_has_two_storage_nodes_in_two_locations(settings):
     for node in nodes:
         assert node.reachable and node.state == StorageNode.State.ONLINE
         assert str(settings.VAR_DIR) in node.root
+
+
+def test_demo_harvests_the_script_built_section_in_a_browser():
+    from harvest.models import BudgetMapping, DomainConfiguration, HarvestDefinition, HarvestTemplate
+    from selection.models import Record
+
+    call_command("demo", stdout=StringIO())
+    template = HarvestTemplate.objects.get(name="Browser rendering")
+    settings = template.crawler_settings()
+    assert (settings["render"], settings["behaviours"]) == ("all", ["scroll", "click", "media"])
+    definition = HarvestDefinition.objects.get(name="Script-built site weekly")
+    plain = HarvestDefinition.objects.get(name="Test website weekly")
+    assert definition.is_selective and definition.is_active and definition.next_date is not None
+    assert definition.schedule == plain.schedule
+    (configuration,) = definition.configurations.all()
+    assert (configuration.domain.name, configuration.template, configuration.max_objects) == (
+        "127.0.0.1",
+        template,
+        200,
+    )
+    (seed,) = configuration.seed_lists.get().seed_urls
+    port = plain.configurations.get().seed_lists.get().seed_urls[0].split("/")[2].split(":")[1]
+    assert seed == f"http://127.0.0.1:{port}/js/"
+
+    # A record whose site needs a browser, transferred with the browser template of its mapping.
+    (record,) = Record.objects.filter(needs_browser=True)
+    mapping = BudgetMapping.objects.get(budget=record.budget, depth=record.depth)
+    assert mapping.browser_template == template
+    rendered = DomainConfiguration.objects.get(name__endswith="_browser")
+    assert rendered.template == template
+    assert rendered.seed_lists.get().seed_urls == [record.url]
+    assert rendered.harvest_definitions.get().name == "News weekly"
+
+    counts = (HarvestTemplate.objects.count(), DomainConfiguration.objects.count(), Record.objects.count())
+    call_command("demo", stdout=StringIO())
+    assert (
+        HarvestTemplate.objects.count(),
+        DomainConfiguration.objects.count(),
+        Record.objects.count(),
+    ) == counts
+    assert definition.configurations.get() == configuration

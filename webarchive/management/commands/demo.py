@@ -8,9 +8,29 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from harvest.choices import DepthPolicy, RenderMode
 from harvest.defaults import planning_defaults_ensure
-from harvest.models import CollectionMapping, GlobalCrawlerTrapList, HarvestDefinition, Schedule
-from harvest.services.planning import collection_mapping_save, definition_save, schedule_save, trap_list_save
+from harvest.models import (
+    BudgetMapping,
+    CollectionMapping,
+    Domain,
+    DomainConfiguration,
+    GlobalCrawlerTrapList,
+    HarvestDefinition,
+    HarvestTemplate,
+    Schedule,
+    SeedList,
+)
+from harvest.services.domains import configuration_save, domain_create, seed_list_save
+from harvest.services.planning import (
+    budget_mapping_save,
+    collection_mapping_save,
+    definition_configurations_change,
+    definition_save,
+    schedule_save,
+    template_save,
+    trap_list_save,
+)
 from harvest.services.transfer import transfer_collection
 from selection.choices import CheckStatus, CollectionKind
 from selection.models import Collection, Record
@@ -70,12 +90,12 @@ DEMO_COLLECTIONS = [
 DEMO_NODES = [("node-1", "Building A"), ("node-2", "Building B")]
 
 
-def testsite_url() -> str:
-    return f"http://127.0.0.1:{os.environ.get('WEBARCHIVE_TESTSITE_PORT', '8001')}/site/"
+def testsite_url(path: str = "/site/") -> str:
+    return f"http://127.0.0.1:{os.environ.get('WEBARCHIVE_TESTSITE_PORT', '8001')}{path}"
 
 
 DEMO_RECORDS = [
-    # collection, url, theme, budget, frequency, depth, keywords, status
+    # collection, url, theme, budget, frequency, depth, keywords, status, the site needs a browser
     (
         "News and press",
         "https://www.example-news.fr/",
@@ -85,6 +105,7 @@ DEMO_RECORDS = [
         "host",
         ["daily press"],
         "validated",
+        False,
     ),
     (
         "News and press",
@@ -95,6 +116,7 @@ DEMO_RECORDS = [
         "path",
         ["Brittany"],
         "proposed",
+        False,
     ),
     (
         "Elections 2027",
@@ -105,6 +127,20 @@ DEMO_RECORDS = [
         "domain",
         ["presidential"],
         "proposed",
+        False,
+    ),
+    (
+        # A campaign site made as a single-page application: the transfer gives it the browser
+        # template of its budget mapping, in a configuration of its own.
+        "Elections 2027",
+        "https://candidate-b.example.org/",
+        "Candidates",
+        "small",
+        "weekly",
+        "path",
+        ["presidential"],
+        "validated",
+        True,
     ),
     (
         "Science and research",
@@ -115,8 +151,9 @@ DEMO_RECORDS = [
         "host",
         ["physics"],
         "validated",
+        False,
     ),
-    ("Test website", testsite_url(), "Test pages", "small", "weekly", "host", ["demo"], "validated"),
+    ("Test website", testsite_url(), "Test pages", "small", "weekly", "host", ["demo"], "validated", False),
 ]
 
 DEMO_SCHEDULES = [
@@ -126,12 +163,32 @@ DEMO_SCHEDULES = [
     ("Twice a year", {"unit": "month", "every": 6, "at_day": 15, "at_hour": 1, "at_minute": 0}),
 ]
 
+SCRIPT_BUILT_DEFINITION = "Script-built site weekly"
+
 DEMO_DEFINITIONS = [
     # name, schedule, [(collection, frequency)]
     ("News weekly", "Weekly, Monday 02:00", [("News and press", "weekly"), ("Elections 2027", "weekly")]),
     ("Test website weekly", "Weekly, Monday 02:00", [("Test website", "weekly")]),
     ("Science twice a year", "Twice a year", [("Science and research", "twice-yearly")]),
+    # Its one configuration is made by hand (see Command._script_built_site), not transferred.
+    (SCRIPT_BUILT_DEFINITION, "Weekly, Monday 02:00", []),
 ]
+
+# The template that renders pages in a browser: the script-built section of the test website
+# is harvested with it, and the (small, path) budget mapping gives it to the records whose
+# site needs a browser.
+BROWSER_TEMPLATE = {
+    "name": "Browser rendering",
+    "description": "Sites whose pages are built by JavaScript: every HTML page under the seed's "
+    "directory is rendered in a browser, which scrolls, clicks and plays media.",
+    "depth_policy": DepthPolicy.PATH,
+    "render": RenderMode.ALL,
+    "behaviour_scroll": True,
+    "behaviour_click": True,
+    "behaviour_media": True,
+}
+BROWSER_MAPPING = ("small", "path")
+SCRIPT_BUILT_OBJECTS = 200  # a small budget: a rendered page is slow to harvest
 
 
 def demo_checker(url: str) -> UrlCheckResult:
@@ -176,7 +233,7 @@ class Command(BaseCommand):
                     theme_create(collection=collection, name=theme)
             collections[name] = collection
         curator = users["curator"]
-        for collection_name, url, theme, budget, frequency, depth, keywords, status in DEMO_RECORDS:
+        for collection_name, url, theme, budget, frequency, depth, keywords, status, browser in DEMO_RECORDS:
             collection = collections[collection_name]
             if Record.objects.filter(collection=collection, url=url).exists():
                 continue
@@ -188,6 +245,7 @@ class Command(BaseCommand):
                 budget=budget,
                 frequency=frequency,
                 depth=depth,
+                needs_browser=browser,
                 responsible=users["librarian"],
                 keywords=keywords,
                 check_override_reason="Demo data, created without an online check.",
@@ -217,6 +275,12 @@ class Command(BaseCommand):
     def _planning(self, collections, curator):
         """Schedules, harvest definitions mapped from the collections, a snapshot, and the transfer."""
         planning_defaults_ensure(django_apps)
+        browser_template = HarvestTemplate.objects.filter(
+            name=BROWSER_TEMPLATE["name"]
+        ).first() or template_save(user=curator, **BROWSER_TEMPLATE)
+        mapping = BudgetMapping.objects.filter(budget=BROWSER_MAPPING[0], depth=BROWSER_MAPPING[1]).first()
+        if mapping is not None and mapping.browser_template_id is None:  # a curator's choice is kept
+            budget_mapping_save(user=curator, mapping=mapping, browser_template=browser_template)
         schedules = {}
         for name, fields in DEMO_SCHEDULES:
             schedules[name] = Schedule.objects.filter(name=name).first() or schedule_save(
@@ -236,6 +300,7 @@ class Command(BaseCommand):
                         frequency=frequency,
                         harvest_definition=definition,
                     )
+        self._script_built_site(curator, browser_template)
         if not HarvestDefinition.objects.filter(name="Broad crawl 2026").exists():
             definition_save(
                 user=curator,
@@ -260,3 +325,25 @@ class Command(BaseCommand):
             )
         for collection in collections.values():
             transfer_collection(collection=collection, user=curator)
+
+    def _script_built_site(self, curator, template):
+        """The test website's script-built section, rendered in a browser, in its own definition."""
+        domain = Domain.objects.filter(name="127.0.0.1").first() or domain_create(
+            name="127.0.0.1", user=curator
+        )
+        seed_list = SeedList.objects.filter(domain=domain, name="script-built").first() or seed_list_save(
+            user=curator, domain=domain, name="script-built", seeds=testsite_url("/js/")
+        )
+        configuration = DomainConfiguration.objects.filter(
+            domain=domain, name="script-built"
+        ).first() or configuration_save(
+            user=curator,
+            domain=domain,
+            name="script-built",
+            template=template,
+            seed_lists=[seed_list],
+            max_objects=SCRIPT_BUILT_OBJECTS,
+        )
+        definition = HarvestDefinition.objects.get(name=SCRIPT_BUILT_DEFINITION)
+        if not definition.configurations.filter(pk=configuration.pk).exists():
+            definition_configurations_change(definition=definition, add=[configuration], user=curator)
