@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint format demo migrate system-deps ldap clean help
+.PHONY: run test lint format demo migrate system-deps browser ldap clean help
 
 help:
 	@echo "make run    - set up and start the demo (web, workers, beat, replay) on http://127.0.0.1:8000/"
@@ -33,7 +33,7 @@ migrate: $(VENV)/.installed
 demo: migrate
 	$(BIN)/python manage.py demo
 
-run: demo
+run: demo browser
 	@echo
 	@echo "  The web archive is starting on http://$${WEBARCHIVE_HOST:-127.0.0.1}:$${WEBARCHIVE_PORT:-8000}/"
 	@echo "  Log in with one of the demo accounts above. Ctrl-C stops everything."
@@ -48,6 +48,10 @@ run: demo
 # the tests that need them are skipped, and they say why.
 system-deps:
 	@bash scripts/install-system-deps
+
+# Chromium, for browser capture (pages built by script); without it such pages are stored unrendered.
+browser:
+	@bash scripts/install-system-deps --browser-only
 
 ldap: $(VENV)/.installed system-deps
 	@if [ -e /usr/include/ldap.h ] && [ -e /usr/include/sasl/sasl.h ]; then \

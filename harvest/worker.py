@@ -23,11 +23,13 @@ from django.conf import settings
 
 from harvest.choices import DedupPolicy
 from harvest.crawler import warc
+from harvest.crawler.browser import BEHAVIOURS, BrowserPool
 from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.dedup import MemoryDedupIndex
 from harvest.crawler.engine import CrawlEngine
 from harvest.crawler.fetch import Fetcher
 from harvest.crawler.recovery import recover_open_files
+from harvest.crawler.rendering import RENDER_OFF
 from harvest.crawler.site import OPERATOR, SiteCrawl, SiteSettings
 from harvest.selectors import crawl_log_path
 from harvest.services.crawls import (
@@ -47,6 +49,7 @@ logger = logging.getLogger(__name__)
 
 _engine: CrawlEngine | None = None
 _engine_lock = threading.Lock()
+_browsers: BrowserPool | None = None
 _jobs: dict[int, _JobFiles] = {}
 _jobs_lock = threading.Lock()
 
@@ -58,6 +61,24 @@ def engine() -> CrawlEngine:
         if _engine is None:
             _engine = CrawlEngine(threads=settings.HARVEST_CRAWL_THREADS, name="crawl")
         return _engine
+
+
+def browsers() -> BrowserPool:
+    """This process's browsers for the pages to render, started when a page first needs one."""
+    global _browsers
+    with _engine_lock:
+        if _browsers is None:
+            _browsers = browser_pool()
+        return _browsers
+
+
+def browser_pool(size: int | None = None) -> BrowserPool:
+    """A pool of browsers as the settings describe it."""
+    return BrowserPool(
+        size=size or settings.HARVEST_BROWSERS,
+        executable=settings.HARVEST_BROWSER_EXECUTABLE,
+        heap_mb=settings.HARVEST_BROWSER_HEAP_MB,
+    )
 
 
 def worker_host() -> str:
@@ -226,11 +247,24 @@ def site_settings(entry, job) -> SiteSettings:
         extract_sitemaps=template.get("extract_sitemaps", True),
         extract_forms=template.get("extract_forms", False),
         dedup_verify=template.get("dedup_verify", False),
+        **render_settings(template),
         max_objects=entry.max_objects,
         max_bytes=entry.max_bytes,
         deadline=deadline,
         **trap_limits(),
     )
+
+
+def render_settings(template: dict) -> dict:
+    """The browser capture settings of a frozen template, as SiteSettings takes them."""
+    return {
+        "render": template.get("render", RENDER_OFF),
+        "behaviours": tuple(template.get("behaviours", BEHAVIOURS)),
+        "render_page_seconds": float(template.get("render_page_seconds", 30.0)),
+        "render_behaviour_seconds": float(template.get("render_behaviour_seconds", 10.0)),
+        "viewport": (int(template.get("viewport_width", 1366)), int(template.get("viewport_height", 768))),
+        "render_cache_bytes": settings.HARVEST_BROWSER_CACHE_BYTES,
+    }
 
 
 def trap_limits() -> dict:
@@ -260,12 +294,14 @@ def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
         dedup = CaptureDedupIndex(
             policy=policy, harvest_definition_id=job.harvest_definition_id, memory=files.written
         )
+    site = site_settings(entry, job)
     crawl = SiteCrawl(
-        site_settings(entry, job),
+        site,
         session=fetcher(template.get("digest_algorithm", "sha256")).session(),
         writer=files.writer,
         crawl_log=files.crawl_log,
         dedup=dedup,
+        browsers=browsers() if site.render != RENDER_OFF else None,
     )
     try:
         handle = engine().submit(crawl)

@@ -122,6 +122,13 @@ HARVEST_MAX_FETCH_SECONDS = env.float("HARVEST_MAX_FETCH_SECONDS", default=600.0
 # Whether an invalid TLS certificate (expired, self-signed, wrong name) stops a fetch. Off, as in
 # Heritrix: the archive keeps what a visitor saw after clicking through the browser's warning.
 HARVEST_VERIFY_TLS = env.bool("HARVEST_VERIFY_TLS", default=False)
+# Browser capture (docs/harvesting.md): browsers per crawl worker process, each rendering one page at a
+# time; the chromium they run (Debian's by default); the JavaScript memory of one page, in MB (a page
+# over it crashes alone); the answers one site crawl keeps to give its pages again without asking.
+HARVEST_BROWSERS = env.int("HARVEST_BROWSERS", default=2)
+HARVEST_BROWSER_EXECUTABLE = env("HARVEST_BROWSER_EXECUTABLE", default="") or None
+HARVEST_BROWSER_HEAP_MB = env.int("HARVEST_BROWSER_HEAP_MB", default=512)
+HARVEST_BROWSER_CACHE_BYTES = env.int("HARVEST_BROWSER_CACHE_BYTES", default=16 * 1024 * 1024)
 # Trap limits: a path segment repeated more than N times; distinct URLs under one directory;
 # distinct parameter sets of one script.
 HARVEST_TRAP_PATH_REPEATS = env.int("HARVEST_TRAP_PATH_REPEATS", default=2)

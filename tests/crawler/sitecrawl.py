@@ -49,11 +49,19 @@ class Crawl:
 
 
 def crawl(
-    directory: Path, seeds: list[str], *, policy=ALLOW_LOOPBACK, threads=2, dedup=None, **options
+    directory: Path,
+    seeds: list[str],
+    *,
+    policy=ALLOW_LOOPBACK,
+    threads=2,
+    dedup=None,
+    browsers=None,
+    **options,
 ) -> Crawl:
     """Crawl ``seeds`` as one site, no politeness delay unless asked, into ``directory``.
 
-    ``dedup``: a dedup index (harvest.crawler.dedup) to write revisits and send conditional requests.
+    ``dedup``: a dedup index (harvest.crawler.dedup) to write revisits and send conditional requests;
+    ``browsers``: a browser.BrowserPool for the pages to render (with ``render="seeds"`` or ``"all"``).
     """
     options = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0, **options}
     files: list = []
@@ -68,7 +76,12 @@ def crawl(
     session = Fetcher(user_agent="webarchive-test/1 (+http://127.0.0.1/)", address_check=policy).session()
     with CrawlLog(directory / "crawl.log") as log:
         site_crawl = SiteCrawl(
-            SiteSettings(seeds=seeds, **options), session=session, writer=writer, crawl_log=log, dedup=dedup
+            SiteSettings(seeds=seeds, **options),
+            session=session,
+            writer=writer,
+            crawl_log=log,
+            dedup=dedup,
+            browsers=browsers,
         )
         run_sites([site_crawl], threads=threads)
         writer.close()

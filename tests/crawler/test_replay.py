@@ -45,18 +45,27 @@ def replay(tmp_path_factory):
             for url in truth:
                 answer = client.get(url, timeout=10, allow_redirects=False)
                 served[url] = (answer.status_code, answer.content)
+    port = free_port()
+    server = start_pywb(root, [info.path for info in files], port)
+    base = f"http://127.0.0.1:{port}/crawl"
+    yield base, truth, served, site
+    server.terminate()
+    server.wait(30)
+
+
+def start_pywb(root: Path, paths: list, port: int) -> subprocess.Popen:
+    """pywb's ``wayback`` on 127.0.0.1:``port``, serving ``paths`` as the collection ``crawl`` of ``root``."""
     environment = {**os.environ, "PYTHONPATH": ""}
     subprocess.run(
         [str(BIN / "wb-manager"), "init", "crawl"], cwd=root, env=environment, check=True, capture_output=True
     )
     subprocess.run(
-        [str(BIN / "wb-manager"), "add", "crawl", *[str(info.path) for info in files]],
+        [str(BIN / "wb-manager"), "add", "crawl", *[str(path) for path in paths]],
         cwd=root,
         env=environment,
         check=True,
         capture_output=True,
     )
-    port = free_port()
     log = (root / "wayback.log").open("w")
     server = subprocess.Popen(
         [str(BIN / "wayback"), "--bind", "127.0.0.1", "--port", str(port)],
@@ -65,7 +74,7 @@ def replay(tmp_path_factory):
         stdout=log,
         stderr=subprocess.STDOUT,
     )
-    base = f"http://127.0.0.1:{port}/crawl"
+    log.close()  # the child has its own descriptor
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -73,10 +82,7 @@ def replay(tmp_path_factory):
             break
         except requests.ConnectionError:
             time.sleep(0.2)
-    yield base, truth, served, site
-    server.terminate()
-    server.wait(30)
-    log.close()
+    return server
 
 
 def test_every_captured_url_replays_with_the_bytes_the_site_served(replay):

@@ -14,9 +14,10 @@ from django.core.management.base import BaseCommand, CommandError
 from harvest.crawler import warc
 from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.engine import run_sites
+from harvest.crawler.rendering import RENDER_ALL, RENDER_OFF
 from harvest.crawler.site import SiteCrawl, SiteSettings
 from harvest.crawler.urls import canonicalize, host_of
-from harvest.worker import fetcher, trap_limits, warcinfo, worker_host
+from harvest.worker import browser_pool, fetcher, trap_limits, warcinfo, worker_host
 
 POLICIES = ("page", "clicks", "path", "host", "domain")
 
@@ -56,6 +57,18 @@ class Command(BaseCommand):
         robots.add_argument("--ignore-robots", dest="obey_robots", action="store_false")
         parser.add_argument("--no-javascript", action="store_true", help="Do not look for URLs in scripts.")
         parser.add_argument(
+            "--browser",
+            action="store_true",
+            help="Render every HTML page in scope in Chromium (scroll, click, play media) and capture "
+            "everything it loads, for sites whose pages are built by script.",
+        )
+        parser.add_argument(
+            "--page-seconds",
+            type=float,
+            default=30.0,
+            help="With --browser: the most one rendered page may take (default: 30).",
+        )
+        parser.add_argument(
             "--threads", type=int, default=settings.HARVEST_CRAWL_THREADS, help="Fetch threads."
         )
         parser.add_argument("--digest", choices=("sha256", "sha1"), default="sha256")
@@ -73,6 +86,8 @@ class Command(BaseCommand):
                 re.compile(rule)
             except re.error as error:
                 raise CommandError(f"Invalid regular expression {rule!r}: {error}") from None
+        if not 5 <= options["page_seconds"] <= 300:
+            raise CommandError("--page-seconds must be between 5 and 300.")
         for name in ("delay", "max_seconds"):
             if options[name] < 0:
                 raise CommandError(f"--{name.replace('_', '-')} cannot be negative.")
@@ -101,6 +116,13 @@ class Command(BaseCommand):
         )
         deadline = time.time() + options["max_seconds"] if options["max_seconds"] else None
         crawl_log = CrawlLog(directory / "crawl.log")
+        browsers = browser_pool() if options["browser"] else None
+        render = {
+            "render": RENDER_ALL if browsers is not None else RENDER_OFF,
+            "render_page_seconds": options["page_seconds"],
+            "render_behaviour_seconds": min(10.0, options["page_seconds"] / 3),
+            "render_cache_bytes": settings.HARVEST_BROWSER_CACHE_BYTES,
+        }
         crawls = [
             SiteCrawl(
                 SiteSettings(
@@ -117,11 +139,13 @@ class Command(BaseCommand):
                     max_objects=options["max_objects"],
                     max_bytes=options["max_bytes"],
                     deadline=deadline,
+                    **render,
                     **trap_limits(),
                 ),
                 session=fetcher(options["digest"]).session(),
                 writer=writer,
                 crawl_log=crawl_log,
+                browsers=browsers,
             )
             for seeds in seeds_by_host.values()
         ]
@@ -145,6 +169,8 @@ class Command(BaseCommand):
                 crawl.request_stop()
             self.stderr.write("Interrupted: the files written so far are kept.")
         finally:
+            if browsers is not None:
+                browsers.close()
             writer.close()
             crawl_log.close()
         seconds = time.monotonic() - started
@@ -155,6 +181,10 @@ class Command(BaseCommand):
             )
             if crawl.error:
                 line += f" ({crawl.error})"
+            if browsers is not None:
+                line += f"; {crawl.pages_rendered} pages rendered, {crawl.render_failures} failed"
+                for failure in crawl.render_errors:
+                    line += f"\n  not rendered: {failure['url']}: {failure['error']}"
             self.stdout.write(line)
         total = sum(crawl.urls_done for crawl in crawls)
         self.stdout.write(f"{total} objects in {seconds:.1f} s; WARC files in {directory}:")
