@@ -3,13 +3,15 @@
 The title and example of each route make the index page (``/``), which
 therefore lists every page a human can click through. The generated website
 (``/site/``, ``/robots.txt``, and the CDN and external sites on the other
-addresses) is served by :mod:`webarchive.testsite.generated`.
+addresses) is served by :mod:`webarchive.testsite.generated`; the section built by
+script (``/js/``) by :mod:`webarchive.testsite.scripted`.
 """
 
 from __future__ import annotations
 
 import html
 
+from webarchive.testsite import scripted
 from webarchive.testsite.server import Request, Response, Router, html_page, not_found, redirect, text
 
 router = Router()
@@ -160,6 +162,8 @@ router.add("/site/", generated_site, title="The generated website (a crawler's t
 router.add("/robots.txt", generated_site, title="robots.txt: /site/private/ is disallowed, the sitemap named")
 router.add("/site/<path:rest>", generated_site)
 router.add("/cdn/<path:rest>", generated_site)  # the CDN's files, when the site has no other address
+router.routes.extend(scripted.router.routes)  # /js/, the section built by script
+external_router.routes.extend(scripted.external_router.routes)  # before the generated site's catch-all
 for other in (cdn_router, external_router):
     other.add("/", generated_site)
     other.add("/<path:rest>", generated_site)
