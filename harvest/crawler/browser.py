@@ -178,23 +178,45 @@ class BrowserPool:
         self.heap_mb = heap_mb
         self.name = name
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._free = threading.Semaphore(size)  # browsers not promised to a page
         self._slots: list[_Slot] = []
         self._lock = threading.Lock()
         self._closed = False
         self.restarts = 0  # browsers started again after they died or were killed
 
-    def render(self, url: str, document: BrowserAnswer, serve: Serve, options: RenderOptions) -> RenderResult:
-        """Render ``url`` (answered with ``document``) in a browser of the pool; waits for the result."""
-        job = _Job(url, document, serve, options)
-        with self._lock:
-            if self._closed:
-                return RenderResult(url, error="the browser pool is closed")
-            while len(self._slots) < self.size:
-                slot = _Slot(self, len(self._slots))
-                self._slots.append(slot)
-                slot.start()
-        self._jobs.put(job)
-        return self._wait(job)
+    def reserve(self) -> bool:
+        """Take a browser for a page to come, if one is free (never waits); see :meth:`render`."""
+        return self._free.acquire(blocking=False)
+
+    def render(
+        self,
+        url: str,
+        document: BrowserAnswer,
+        serve: Serve,
+        options: RenderOptions,
+        *,
+        reserved: bool = False,
+    ) -> RenderResult:
+        """Render ``url`` (answered with ``document``) in a browser of the pool; waits for the result.
+
+        ``reserved``: the caller holds a browser from :meth:`reserve` (given back here); otherwise
+        this waits for one.
+        """
+        if not reserved:
+            self._free.acquire()
+        try:
+            job = _Job(url, document, serve, options)
+            with self._lock:
+                if self._closed:
+                    return RenderResult(url, error="the browser pool is closed")
+                while len(self._slots) < self.size:
+                    slot = _Slot(self, len(self._slots))
+                    self._slots.append(slot)
+                    slot.start()
+            self._jobs.put(job)
+            return self._wait(job)
+        finally:
+            self._free.release()
 
     def close(self) -> None:
         """Stop every browser (pages being rendered end with an error)."""

@@ -90,12 +90,17 @@ def wants_render(crawl, candidate: Candidate, exchange: Exchange) -> bool:
 
 
 class PageRender:
-    """Rendering one page of a site crawl; :meth:`run` returns the seconds spent fetching for it."""
+    """Rendering one page of a site crawl; :meth:`run` returns the seconds spent fetching for it.
 
-    def __init__(self, crawl, candidate: Candidate, exchange: Exchange):
+    ``document`` is what the site crawl fetched for the page (``answer_of``); ``reserved`` says the
+    site crawl already holds a browser of the pool (``BrowserPool.reserve``).
+    """
+
+    def __init__(self, crawl, candidate: Candidate, document: BrowserAnswer, *, reserved: bool = False):
         self.crawl = crawl
         self.page = candidate
-        self.exchange = exchange
+        self.document = document
+        self.reserved = reserved
         self.fetch_seconds = 0.0
         self._last_fetch = 0.0
 
@@ -103,7 +108,7 @@ class PageRender:
         crawl = self.crawl
         settings = crawl.settings
         seed = self.page.hop_path.strip("R") == ""
-        document = answer_of(self.exchange)
+        document = self.document
         crawl.answers.put(self.page.url, document)
         options = RenderOptions(
             behaviours=tuple(settings.behaviours),
@@ -113,7 +118,7 @@ class PageRender:
             screenshot=seed,
             user_agent=crawl.session.fetcher.user_agent,
         )
-        result = crawl.browsers.render(self.page.url, document, self.serve, options)
+        result = crawl.browsers.render(self.page.url, document, self.serve, options, reserved=self.reserved)
         self._keep(result, seed=seed)
         return self.fetch_seconds
 

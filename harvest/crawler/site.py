@@ -16,6 +16,7 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from harvest.crawler.browser import BrowserAnswer
 from harvest.crawler.crawllog import NO_ANSWER, log_line
 from harvest.crawler.dedup import (
     IDENTICAL_PAYLOAD,
@@ -30,7 +31,7 @@ from harvest.crawler.dedup import (
 from harvest.crawler.extractors import Document, ExtractOptions, extract_links
 from harvest.crawler.fetch import Exchange, FetchSession
 from harvest.crawler.frontier import Candidate, Frontier
-from harvest.crawler.rendering import RENDER_OFF, AnswerCache, PageRender, wants_render
+from harvest.crawler.rendering import RENDER_OFF, AnswerCache, PageRender, answer_of, wants_render
 from harvest.crawler.robots import RobotsCache
 from harvest.crawler.scope import Scope
 from harvest.crawler.traps import TrapGuard
@@ -66,6 +67,7 @@ EXTRACTED_TYPES = (
 )
 NAVIGATION_HOPS = frozenset("LM")
 REQUISITE_CHAIN = 5  # components of components outside the scope, at most this deep (CSS imports…)
+RENDER_WAIT = 0.2  # seconds before a site whose page waits for a browser asks again
 EXTERNAL_LINKS_KEPT = 10_000  # distinct external URLs counted per site; beyond, only the total
 
 
@@ -191,6 +193,8 @@ class SiteCrawl:
         self.render_errors: list[dict] = []  # the first few of them, for the report
         self.rendered_urls: set[int] = set()  # fingerprints of what the browser fetched (not asked again)
         self.answers = AnswerCache(settings.render_cache_bytes if self.browsers is not None else 0)
+        # A page fetched and waiting for a free browser: (candidate, answer). Its site waits, no thread does.
+        self._waiting_render: tuple[Candidate, BrowserAnswer] | None = None
         self.current_url = ""
         self.stop_reason = ""
         self.error = ""
@@ -216,6 +220,8 @@ class SiteCrawl:
         if reason:
             self._finish(reason)
             return None
+        if self._waiting_render is not None:
+            return self._render_waiting()
         candidate = self._next_candidate()
         if candidate is None:
             if not self.urls_done and self.errors:
@@ -240,18 +246,34 @@ class SiteCrawl:
                 self._store_not_modified(candidate, exchange, previous, stored)
                 self._queue_links(candidate, stored)  # as deep as the first time: the stored page's links
                 if wants_render(self, candidate, stored):
-                    busy += PageRender(self, candidate, stored).run()
+                    busy += self._render(candidate, stored)
             else:
                 self._store(candidate, exchange, stored=stored)
                 if exchange.error is None:
                     self._queue_links(candidate, exchange)
                 if wants_render(self, candidate, exchange):
-                    busy += PageRender(self, candidate, exchange).run()
+                    busy += self._render(candidate, exchange)
         finally:
             exchange.close()
             if stored is not None:
                 stored.close()
         return self._delay(candidate.url, busy)
+
+    def _render(self, candidate: Candidate, exchange: Exchange) -> float:
+        """Render the page now if a browser is free, else keep it for a later step (the thread goes)."""
+        document = answer_of(exchange)
+        if self.browsers.reserve():
+            return PageRender(self, candidate, document, reserved=True).run()
+        self._waiting_render = (candidate, document)
+        return 0.0
+
+    def _render_waiting(self) -> float:
+        """The page kept for a browser: rendered if one is free now; else asked again shortly."""
+        if not self.browsers.reserve():
+            return RENDER_WAIT
+        candidate, document = self._waiting_render
+        self._waiting_render = None
+        return self._delay(candidate.url, PageRender(self, candidate, document, reserved=True).run())
 
     def fail(self, error: BaseException) -> None:
         """End the crawl because something in the crawler itself broke."""
@@ -624,6 +646,7 @@ class SiteCrawl:
             self.current_url = ""
         self.frontier.clear()
         self.waiting.clear()
+        self._waiting_render = None
         self.session.close()
 
 
