@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from harvest.crawler.browser import chromium_executable
+from tests.components import require_component
 from tests.testsite_fixtures import self_signed_certificate
-from webarchive.testsite import TestSite
+from webarchive.testsite import TestSite, scripted
 
 WARCIO = Path(sys.executable).with_name("warcio")
 
@@ -63,6 +65,10 @@ def test_the_address_guard_applies_to_ad_hoc_crawls(site, tmp_path, capsys, sett
         (["http://example.org/", "--delay", "-1"], "--delay cannot be negative"),
         (["http://example.org/", "--depth", "-2"], "--depth cannot be negative"),
         (["http://example.org/", "--threads", "0"], "--threads must be at least 1"),
+        (
+            ["http://example.org/", "--browser", "--page-seconds", "2"],
+            "--page-seconds must be between 5 and 300",
+        ),
     ],
 )
 def test_bad_arguments_are_refused_and_nothing_is_written(tmp_path, arguments, message):
@@ -85,3 +91,34 @@ def test_invalid_certificates_are_archived_unless_verification_is_asked_for(tmp_
         )
         assert "stop reason failed" in capsys.readouterr().out
         assert "certificate_verify_failed" in (tmp_path / "b" / "crawl.log").read_text()
+
+
+@pytest.mark.browser
+def test_browser_renders_every_page_in_scope_and_captures_what_it_loads(site, tmp_path, capsys, settings):
+    require_component("chromium", chromium_executable() is not None, "--browser renders in chromium")
+    settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES = True
+    base = site.url("/").rstrip("/")
+    # The front page and, one click away, the one article the reject rule leaves.
+    call_command(
+        "crawl",
+        site.url("/js/"),
+        "--warc-dir",
+        str(tmp_path),
+        "--delay",
+        "0",
+        "--depth",
+        "1",
+        "--reject",
+        r"/js/article/([^3]|\d\d)",
+        "--ignore-robots",
+        "--browser",
+        "--quiet",
+    )
+    out = capsys.readouterr().out
+    assert "stop reason completed" in out
+    assert "2 pages rendered, 0 failed" in out
+    fetched = {line.split(" ")[3] for line in (tmp_path / "crawl.log").read_text().splitlines()}
+    assert scripted.browser_urls(base) <= fetched
+    assert scripted.article_page_urls(base, 3) <= fetched  # rendered too: it was in scope
+    for file in tmp_path.glob("*.warc.gz"):
+        assert subprocess.run([str(WARCIO), "check", str(file)], capture_output=True).returncode == 0

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from harvest.choices import JobStatus, SiteState, StopReason
+from harvest.crawler.browser import chromium_executable
 from harvest.models import HarvestInfo, Job, JobConfiguration
 from harvest.services.crawls import job_stop, jobs_dispatch_submitted
-from storage.models import WarcFile
+from storage.models import Capture, WarcFile
+from tests.components import require_component
 from tests.crawl_worker import wait_for
 from tests.harvest.crawljobs import job_for_sites
-from webarchive.testsite import TestSite
+from webarchive.testsite import TestSite, scripted
 
 WARCIO = Path(sys.executable).with_name("warcio")
 
@@ -105,4 +107,37 @@ def test_a_worker_killed_mid_crawl_is_replaced_and_the_site_crawled_again(crawl_
     assert info.object_count == entry.urls_done >= len(site.ground_truth(policy="host"))
     files = assert_valid_warcs(job)
     # The killed worker's open file was closed by the next one (a torn record, if any, cut off).
+    assert any(warc_file.recovered for warc_file in files)
+
+
+def test_a_worker_killed_mid_render_is_replaced_and_the_page_rendered_again(crawl_worker, site):
+    require_component("chromium", chromium_executable() is not None, "browser capture renders in chromium")
+    crawl_worker.start()
+    job = job_for_sites([("127.0.0.1", site.url("/js/"))], render="seeds", depth_policy="page")
+    jobs_dispatch_submitted()
+    entry = job.configurations.get()
+    # The front page takes its browser several seconds (scrolling, clicks, media): kill the worker
+    # once the browser's first requests are stored and before the page is done.
+    wait_for(
+        lambda: JobConfiguration.objects.filter(pk=entry.pk, urls_done__gte=6).exists(),
+        message=crawl_worker.logs(),
+    )
+    crawl_worker.kill()
+    entry.refresh_from_db()
+    assert entry.state == SiteState.RUNNING
+    assert entry.urls_done < len(scripted.browser_urls(site.url("/").rstrip("/")))
+    crawl_worker.start()
+    wait_for(
+        lambda: status(job) in (JobStatus.DONE, JobStatus.FAILED), timeout=180, message=crawl_worker.logs()
+    )
+    entry.refresh_from_db()
+    job.refresh_from_db()
+    assert job.status == JobStatus.DONE, job.errors
+    assert entry.attempts == 2
+    assert entry.report["pages_rendered"] == 1
+    assert entry.report["render_failures"] == 0, entry.report["render_errors"]
+    captured = set(Capture.objects.filter(job=job).values_list("url", flat=True))
+    assert scripted.browser_urls(site.url("/").rstrip("/")) <= captured
+    assert "urn:screenshot:" + site.url("/js/") in captured
+    files = assert_valid_warcs(job)
     assert any(warc_file.recovered for warc_file in files)
