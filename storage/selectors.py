@@ -235,35 +235,41 @@ def _open_record(capture: Capture):
     return stream
 
 
+def _read_record(capture: Capture, stream):
+    """The record at the stream's position (warcio's), checked against the index's record id."""
+    try:
+        record = next(iter(ArchiveIterator(stream)), None)
+    except (ArchiveLoadFailed, StatusAndHeadersParserException, OSError, EOFError, zlib.error) as error:
+        raise RecordUnavailable(
+            _("No record could be read at byte %(offset)d of %(name)s: %(error)s.")
+            % {"offset": capture.offset, "name": capture.warc_file.name, "error": error}
+        ) from error
+    if record is None:
+        raise RecordUnavailable(
+            _("No record at byte %(offset)d of %(name)s.")
+            % {"offset": capture.offset, "name": capture.warc_file.name}
+        )
+    record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
+    if capture.record_id and record_id and record_id != capture.record_id:
+        raise RecordUnavailable(
+            _(
+                "The record at byte %(offset)d of %(name)s is %(found)s, not %(expected)s: "
+                "the index is out of date."
+            )
+            % {
+                "offset": capture.offset,
+                "name": capture.warc_file.name,
+                "found": record_id,
+                "expected": capture.record_id,
+            }
+        )
+    return record
+
+
 def capture_headers(capture: Capture) -> RecordHeaders:
     """The headers of the capture's record, read from its file at its offset (only the headers)."""
     with _open_record(capture) as stream:
-        try:
-            record = next(iter(ArchiveIterator(stream)), None)
-        except (ArchiveLoadFailed, StatusAndHeadersParserException, OSError, EOFError, zlib.error) as error:
-            raise RecordUnavailable(
-                _("No record could be read at byte %(offset)d of %(name)s: %(error)s.")
-                % {"offset": capture.offset, "name": capture.warc_file.name, "error": error}
-            ) from error
-        if record is None:
-            raise RecordUnavailable(
-                _("No record at byte %(offset)d of %(name)s.")
-                % {"offset": capture.offset, "name": capture.warc_file.name}
-            )
-        record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
-        if capture.record_id and record_id and record_id != capture.record_id:
-            raise RecordUnavailable(
-                _(
-                    "The record at byte %(offset)d of %(name)s is %(found)s, not %(expected)s: "
-                    "the index is out of date."
-                )
-                % {
-                    "offset": capture.offset,
-                    "name": capture.warc_file.name,
-                    "found": record_id,
-                    "expected": capture.record_id,
-                }
-            )
+        record = _read_record(capture, stream)
         headers = RecordHeaders(warc=list(record.rec_headers.headers))
         http = record.http_headers
         if http is not None:
@@ -305,6 +311,36 @@ class RecordBytes:
                 tail = inflate.flush()
                 if tail:
                     yield tail
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class RecordPayload:
+    """The payload of the capture's record (a resource record's block, a response's body), in chunks.
+
+    Its headers are read when it is made (:class:`RecordUnavailable` then, not in the middle of a
+    response); ``content_type`` is the payload's (the record's, or the HTTP message's). Iterating
+    closes the file when done.
+    """
+
+    def __init__(self, capture: Capture):
+        self._stream = _open_record(capture)
+        try:
+            self._record = _read_record(capture, self._stream)
+        except BaseException:
+            self._stream.close()
+            raise
+        headers = self._record.http_headers or self._record.rec_headers
+        self.content_type = headers.get_header("Content-Type") or ""
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            content = self._record.content_stream()
+            while chunk := content.read(CHUNK):
+                yield chunk
         finally:
             self.close()
 

@@ -2,6 +2,10 @@
 few URLs, each beside the previous harvest of its domain, and the notes curators write on a site, which
 go to every selection record behind it (librarians read them on the record's page).
 
+When the crawl rendered pages in a browser, each site shows its render figures and errors and the
+screenshots of its seeds, as far as the user may see captures (their images come from the Access area's
+``storage:capture_image``).
+
 Curators write notes; engineers and managers read the page. The note form of a site is an htmx
 fragment: a note posted from it comes back as the site's notes, or as the form with its error.
 """
@@ -25,11 +29,13 @@ from harvest.selectors_quality import (
     job_quality_counts,
     percent_change,
     site_notes,
+    site_renders,
 )
 from harvest.views.jobs import htmx_response
 from selection.models import HarvestNote
 from selection.services import harvest_note_add_to_site
-from webarchive.permissions import ADD, VIEW, Area, can, can_enter
+from storage.models import Capture
+from webarchive.permissions import ADD, VIEW, Area, can, can_enter, restrict
 from webarchive.views import AreaRequiredMixin, apply_validation_error
 
 SITES_PER_PAGE = 50
@@ -51,7 +57,7 @@ def _site_context(entry: JobConfiguration, notes, form, *, may_write: bool) -> d
 
 
 class JobQualityView(AreaRequiredMixin, TemplateView):
-    """One job's sites with their flags and previous harvest; filtered by flag, paginated."""
+    """One job's sites with their flags, previous harvest and rendering; filtered by flag, paginated."""
 
     area = Area.REPORTS
     model_permission = (VIEW, Job)
@@ -66,8 +72,10 @@ class JobQualityView(AreaRequiredMixin, TemplateView):
         page = Paginator(job_quality(job, flag=flag), SITES_PER_PAGE).get_page(self.request.GET.get("page"))
         notes = site_notes(job, [entry.domain_id for entry in page])
         user = self.request.user
+        renders = site_renders(job, page, restrict(Capture.objects.all(), user))
         may_write = can(user, ADD, HarvestNote)
         for entry in page:
+            entry.render = renders[entry.pk]
             entry.urls_change = percent_change(entry.urls_done, entry.previous_urls)
             entry.bytes_change = percent_change(entry.bytes_done, entry.previous_bytes)
             entry.urls_change_text = _signed_percent(entry.urls_change)

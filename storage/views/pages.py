@@ -1,5 +1,5 @@
 """The Access pages: search the archive by URL, a capture (its headers, replay, the raw record), a WARC
-file, and the captures of one job or one domain.
+file, and the captures of one job or one domain; and a screenshot the crawler made, as an image.
 
 Every page is in the Access area and needs the view permission on captures (webarchive.permissions);
 the queries are in :mod:`storage.selectors`. Times are shown in UTC, as the 14-digit timestamps of
@@ -26,12 +26,14 @@ from storage.filtersets import CaptureFilterSet
 from storage.forms import CaptureSearchForm, MatchType
 from storage.models import Capture, WarcFile
 from storage.replay import replay_url
+from storage.warcindex import cdx_mime
 from webarchive.permissions import VIEW, Area, can, can_enter, restrict
 from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerysetMixin
 
 CAPTURES_PER_PAGE = 100
 URLS_PER_PAGE = 100  # distinct URLs of a prefix search per page
 MONTH_HEADS = [datetime(2000, month, 1, tzinfo=UTC) for month in range(1, 13)]  # the calendar's columns
+SCREENSHOT_MIME = "image/png"  # the only images the image view serves
 ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
 _DOMAIN_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 
@@ -211,6 +213,41 @@ class CaptureRawView(AccessAreaMixin, RestrictedQuerysetMixin, SingleObjectMixin
         return response
 
 
+class CaptureImageView(AccessAreaMixin, RestrictedQuerysetMixin, SingleObjectMixin, View):
+    """A PNG the crawler made (a ``resource`` record, e.g. a rendered page's screenshot), as the image.
+
+    Only resource records indexed as image/png, whose record says image/png too: anything else the
+    archive holds is crawled content, never served from the application's origin (404). The image
+    cannot run anything (``nosniff``, a CSP that allows nothing); a file not on disk is a 503 page.
+    """
+
+    queryset = Capture.objects.select_related("warc_file").filter(
+        record_type=Capture.RecordType.RESOURCE, mime=SCREENSHOT_MIME
+    )
+
+    def get(self, request, *args, **kwargs):
+        capture = self.get_object()
+        try:
+            payload = selectors.RecordPayload(capture)
+        except selectors.RecordUnavailable as error:
+            return render(
+                request,
+                "storage/record_unavailable.html",
+                {"capture": capture, "reason": str(error)},
+                status=503,
+            )
+        if cdx_mime(payload.content_type).lower() != SCREENSHOT_MIME:
+            payload.close()
+            raise Http404(_("This capture is not an image the crawler made."))
+        response = StreamingHttpResponse(payload, content_type=SCREENSHOT_MIME)
+        name = raw_filename(capture).rpartition(".")[0]
+        response["Content-Disposition"] = f'inline; filename="{name}.png"'
+        response["X-Content-Type-Options"] = "nosniff"
+        response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+        response["Cache-Control"] = "private, max-age=3600"
+        return response
+
+
 def _archive_stem(name: str) -> tuple[str, str]:
     """A file name without its archive suffix, and the kind (``warc`` or ``arc``)."""
     for suffix in ARCHIVE_SUFFIXES:
@@ -359,6 +396,7 @@ urlpatterns = [
     path("search/", SearchView.as_view(), name="search"),
     path("captures/<int:pk>/", CaptureDetailView.as_view(), name="capture_detail"),
     path("captures/<int:pk>/raw/", CaptureRawView.as_view(), name="capture_raw"),
+    path("captures/<int:pk>/image/", CaptureImageView.as_view(), name="capture_image"),
     path("files/<int:pk>/", WarcFileDetailView.as_view(), name="warcfile_detail"),
     path("jobs/<int:pk>/captures/", JobCapturesView.as_view(), name="job_captures"),
     path("domains/<str:name>/captures/", DomainCapturesView.as_view(), name="domain_captures"),

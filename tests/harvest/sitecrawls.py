@@ -51,8 +51,11 @@ def run(job, domain, **numbers) -> JobConfiguration:
     return entry
 
 
-def end(job, domain, reason="completed", *, links=None, **numbers) -> bool:
-    """End the site crawl of a domain (started first if it is not); True when that ended the job."""
+def end(job, domain, reason="completed", *, links=None, report=None, **numbers) -> bool:
+    """End the site crawl of a domain (started first if it is not); True when that ended the job.
+
+    ``report`` is the crawler's report of the site (empty by default).
+    """
     entry = entry_of(job, domain)
     if entry.state == SiteState.QUEUED:
         site_crawl_begin(entry_id=entry.pk, worker="worker-1")
@@ -60,6 +63,6 @@ def end(job, domain, reason="completed", *, links=None, **numbers) -> bool:
         entry_id=entry.pk,
         stop_reason=reason,
         progress=progress(**numbers),
-        report={},
+        report=report or {},
         external_links=links or {},
     )

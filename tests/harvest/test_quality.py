@@ -1,23 +1,39 @@
 """The curators' quality view of a job: the flags of its sites, the previous harvest of each domain, the
-notes written on a site, and who may open it.
+notes written on a site, the screenshots and render figures of rendered sites, and who may open it.
 
 Jobs are made by the launcher and their sites ended by the services the crawl workers call, so the view
-reads the rows a real crawl writes.
+reads the rows a real crawl writes; screenshots are resource records written by the crawler's WARC
+writer and indexed by the indexing service.
 """
 
 import re
+from html import escape
+from pathlib import Path
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from harvest.models import DomainConfiguration
-from harvest.selectors_quality import QualityFilter, job_quality, job_quality_counts, percent_change
+from harvest.selectors_quality import (
+    QualityFilter,
+    job_quality,
+    job_quality_counts,
+    percent_change,
+    site_renders,
+)
 from harvest.services.planning import definition_configurations_change
 from selection.models import HarvestNote
-from tests.access import assert_page_access, assert_sent_to_login, user_for
+from storage.models import Capture
+from storage.replay import replay_url
+from storage.services import replication
+from tests.access import EVERYONE, assert_page_access, assert_sent_to_login, user_for
 from tests.factories import CollectionFactory, RecordFactory
+from tests.harvest.screenshots import page_text, png, screenshot, write_renders
 from tests.harvest.sitecrawls import end, entry_of, launch
-from webarchive.permissions import Role
+from tests.storage.storage_files import make_nodes
+from webarchive.permissions import Role, restrict
 
 pytestmark = pytest.mark.django_db
 
@@ -309,3 +325,224 @@ def test_only_curators_write_notes(client, job):
     client.force_login(user_for(Role.CURATOR))
     assert client.post(url, {field: "by a curator"}).status_code == 302
     assert HarvestNote.objects.get().text == "by a curator"
+
+
+# Rendering: screenshots and render figures -----------------------------------------------------
+
+SHOTS_SEEDS = "http://shots.fr/\nhttp://shots.fr/contact\nhttp://shots.fr/gone"
+HOME_IMAGE = png(12, 7, (10, 120, 200))
+RENDER_ERRORS = [
+    {"url": f"http://broken.fr/<b>{n}</b>", "error": f"<script>alert('render {n}')</script> timed out"}
+    for n in range(6)
+]
+
+
+@pytest.fixture
+def rendered(make_domain, selective):
+    """A job whose crawl rendered two sites and not a third, and its WARC file of screenshots and texts.
+
+    shots.fr: its home page redirected to https://www.shots.fr/, its contact page was rendered at its
+    own address, /gone was not rendered, and a page reached by a redirect was; broken.fr: every render
+    failed; plain.fr: rendering was off.
+    """
+    definition_configurations_change(
+        definition=selective,
+        add=[
+            make_domain("shots.fr", seeds=SHOTS_SEEDS).default_configuration,
+            make_domain("broken.fr").default_configuration,
+            make_domain("plain.fr").default_configuration,
+        ],
+    )
+    job = launch(selective)
+    end(
+        job, "shots.fr", urls_done=40, report={"pages_rendered": 4, "render_failures": 0, "render_errors": []}
+    )
+    end(
+        job,
+        "broken.fr",
+        urls_done=12,
+        report={"pages_rendered": 7, "render_failures": 7, "render_errors": RENDER_ERRORS},
+    )
+    end(job, "plain.fr", urls_done=30, report={"urls": 30})
+    write_renders(
+        job,
+        [
+            screenshot("https://www.shots.fr/", HOME_IMAGE),
+            page_text("https://www.shots.fr/"),
+            screenshot("http://shots.fr/contact"),
+            page_text("http://shots.fr/contact", "<script>alert(1)</script>"),
+            screenshot("https://shots.fr/fr/accueil"),
+            screenshot("http://shots.fr.example.com/"),  # not a host of shots.fr
+        ],
+    )
+    other = launch(selective)  # the same site in another job: not this job's screenshot
+    write_renders(other, [screenshot("http://shots.fr/gone")])
+    return job
+
+
+def capture_of(job, url: str) -> Capture:
+    return Capture.objects.get(job=job, url=url)
+
+
+def image_url(capture) -> str:
+    return reverse("storage:capture_image", kwargs={"pk": capture.pk})
+
+
+def render_row(html: str, domain: str) -> str:
+    match = re.search(
+        rf'<tr class="quality-render" data-render-domain="{re.escape(domain)}".*?</tr>', html, re.S
+    )
+    assert match, f"no render row for {domain}"
+    return match.group(0)
+
+
+def figures(html: str) -> list[tuple[str, str]]:
+    """(image address, alt text) of each screenshot of a row, in order."""
+    return re.findall(r'<img src="([^"]+)" loading="lazy"[^>]*\s+alt="([^"]*)"', html)
+
+
+def test_each_screenshot_of_a_site_stands_for_the_seeds_that_led_to_it(rendered):
+    captures = restrict(Capture.objects.all(), user_for(Role.CURATOR))
+    renders = site_renders(rendered, job_quality(rendered), captures)
+    shots = renders[entry_of(rendered, "shots.fr").pk]
+    assert [(shot.page_url, shot.seeds) for shot in shots.screenshots] == [
+        ("https://www.shots.fr/", ["http://shots.fr/"]),  # redirected to https and www.
+        ("http://shots.fr/contact", ["http://shots.fr/contact"]),
+        ("https://shots.fr/fr/accueil", []),  # reached from a seed by a redirect elsewhere
+    ]
+    assert shots.unrendered_seeds == ["http://shots.fr/gone"]  # rendered only by another job
+    assert (shots.pages_rendered, shots.render_failures, shots.errors) == (4, 0, [])
+    broken = renders[entry_of(rendered, "broken.fr").pk]
+    assert (broken.pages_rendered, broken.render_failures, broken.more_errors) == (7, 7, 2)
+    assert [error.url for error in broken.errors] == [f"http://broken.fr/<b>{n}</b>" for n in range(5)]
+    assert not broken.screenshots and broken.shown
+    assert not renders[entry_of(rendered, "plain.fr").pk].shown
+    # Who may not see captures sees no screenshot.
+    hidden = site_renders(rendered, job_quality(rendered), restrict(Capture.objects.all(), user_for(None)))
+    assert not hidden[entry_of(rendered, "shots.fr").pk].screenshots
+
+
+def test_the_page_shows_each_screenshot_beside_its_replay_and_capture(client, rendered):
+    client.force_login(user_for(Role.CURATOR))
+    html = client.get(quality_url(rendered)).content.decode()
+    row = render_row(html, "shots.fr")
+    home = capture_of(rendered, "urn:screenshot:https://www.shots.fr/")
+    contact = capture_of(rendered, "urn:screenshot:http://shots.fr/contact")
+    other = capture_of(rendered, "urn:screenshot:https://shots.fr/fr/accueil")
+    when = home.timestamp.strftime("%Y-%m-%d %H:%M")
+    assert figures(row) == [
+        (image_url(home), f"Screenshot of https://www.shots.fr/ as rendered at {when} UTC"),
+        (image_url(contact), f"Screenshot of http://shots.fr/contact as rendered at {when} UTC"),
+        (image_url(other), f"Screenshot of https://shots.fr/fr/accueil as rendered at {when} UTC"),
+    ]
+    replay = replay_url("https://www.shots.fr/", home.timestamp14)
+    assert f'<a class="replay-link" href="{replay}" target="_blank" rel="noopener">replay</a>' in row
+    assert f'<a class="capture-link" href="{home.get_absolute_url()}">capture</a>' in row
+    assert f'href="{replay_url("http://shots.fr/contact", contact.timestamp14)}"' in row
+    assert "seeds: http://shots.fr/" in row and "reached from a seed by a redirect" in row
+    assert (
+        "No screenshot of the seed http://shots.fr/gone: it was not rendered, or its rendering failed." in row
+    )
+    assert "shots.fr.example.com" not in html  # another host, whatever its name looks like
+    assert "4 pages rendered in a browser, " in row and ">0 failed<" in row
+    # Texts are not screenshots; a site crawled without a browser has no render row.
+    assert "urn:text:" not in html and 'data-render-domain="plain.fr"' not in html
+
+
+def test_a_site_whose_renders_failed_says_so_and_its_errors_stay_text(client, rendered):
+    client.force_login(user_for(Role.ENGINEER))
+    html = client.get(quality_url(rendered)).content.decode()
+    row = render_row(html, "broken.fr")
+    assert "<script>alert" not in html and "<b>" not in html
+    assert escape("<script>alert('render 0')</script> timed out") in row
+    assert escape("http://broken.fr/<b>4</b>") in row and escape("<b>5</b>") not in row
+    assert "7 pages rendered in a browser" in row and ">7 failed<" in row
+    assert "and 2 more failures<" in row
+    assert not figures(row)
+    assert row.count('class="small no-screenshot"') == 4  # the four default seeds of broken.fr
+
+
+def test_the_screenshots_cost_one_query_whatever_the_number_of_sites(client, make_domain, selective):
+    names = [f"site{n}.fr" for n in range(6)]
+    definition_configurations_change(
+        definition=selective, add=[make_domain(name).default_configuration for name in names]
+    )
+    job = launch(selective)
+    for name in names:
+        end(job, name, report={"pages_rendered": 1, "render_failures": 0, "render_errors": []})
+    write_renders(job, [screenshot(f"https://www.{name}/") for name in names])
+    client.force_login(user_for(Role.CURATOR))
+    client.get(quality_url(job))  # warm the session and the user's permissions
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(quality_url(job)).content.decode()
+    assert len(figures(html)) == 6
+    assert sum("storage_capture" in query["sql"] for query in queries.captured_queries) == 1
+
+
+# The image of a screenshot -----------------------------------------------------------------------
+
+
+def test_the_image_is_the_png_the_crawler_wrote_with_headers_that_keep_it_an_image(client, rendered):
+    home = capture_of(rendered, "urn:screenshot:https://www.shots.fr/")
+    client.force_login(user_for(Role.LIBRARIAN))  # whoever may see captures
+    response = client.get(image_url(home))
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == HOME_IMAGE
+    assert response["Content-Type"] == "image/png"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response["Content-Security-Policy"] == "default-src 'none'; sandbox"
+    assert response["Content-Disposition"].startswith('inline; filename="render-')
+    assert response["Content-Disposition"].endswith(f'-{home.offset}.png"')
+
+
+def test_the_image_is_read_from_a_replica_when_the_spool_copy_is_gone(client, rendered, tmp_path):
+    home = capture_of(rendered, "urn:screenshot:https://www.shots.fr/")
+    make_nodes(tmp_path / "nodes", "room-1")
+    warc = home.warc_file
+    warc.replicas_wanted = 1
+    warc.save(update_fields=["replicas_wanted"])
+    assert replication.file_replicate(warc.pk) == 1
+    Path(warc.path).unlink()
+    client.force_login(user_for(Role.CURATOR))
+    response = client.get(image_url(home))
+    assert response.status_code == 200 and b"".join(response.streaming_content) == HOME_IMAGE
+
+
+def test_only_screenshots_are_served_as_images(client, rendered):
+    client.force_login(user_for(Role.CURATOR))
+    text = capture_of(rendered, "urn:text:http://shots.fr/contact")
+    assert client.get(image_url(text)).status_code == 404
+    assert client.get(reverse("storage:capture_image", kwargs={"pk": 999_999})).status_code == 404
+    # An index row saying image/png over a record that says otherwise is not trusted.
+    Capture.objects.filter(pk=text.pk).update(mime="image/png")
+    assert client.get(image_url(text)).status_code == 404
+
+
+def test_a_crawled_png_is_not_served_as_a_screenshot(client, rendered, tmp_path):
+    """What a site sent (a response record) never comes from the application's origin."""
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    from storage.services.indexing import warc_file_index
+
+    path = tmp_path / "crawled.warc.gz"
+    with path.open("wb") as out:
+        writer = WARCWriter(out, gzip=True)
+        http = StatusAndHeaders("200 OK", [("Content-Type", "image/png")], protocol="HTTP/1.1")
+        writer.write_record(
+            writer.create_warc_record(
+                "http://shots.fr/logo.png", "response", payload=io.BytesIO(png()), http_headers=http
+            )
+        )
+    crawled = warc_file_index(path=path, job_id=rendered.pk).warc_file.captures.get()
+    assert (crawled.record_type, crawled.mime) == ("response", "image/png")
+    client.force_login(user_for(Role.CURATOR))
+    assert client.get(image_url(crawled)).status_code == 404
+
+
+def test_the_image_is_for_those_who_may_see_captures(client, rendered):
+    assert_page_access(
+        client, image_url(capture_of(rendered, "urn:screenshot:http://shots.fr/contact")), EVERYONE
+    )

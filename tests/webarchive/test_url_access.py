@@ -238,6 +238,13 @@ def new_capture():
     return warc_file_index(path=path).warc_file.captures.get()
 
 
+def new_screenshot():
+    """A screenshot of a rendered page, as the crawler writes it into a job's WARC file (indexed)."""
+    from tests.harvest.screenshots import screenshot, write_renders
+
+    return write_renders(new_job(), [screenshot("http://example.com/")]).captures.get()
+
+
 def new_dedup_run():
     from storage.models import DedupRun
 
@@ -530,6 +537,7 @@ ACCESS = {
     ),
     "storage:capture_detail": ("page", planning_url("storage:capture_detail", new_capture), ARCHIVE_READERS),
     "storage:capture_raw": ("page", planning_url("storage:capture_raw", new_capture), ARCHIVE_READERS),
+    "storage:capture_image": ("page", planning_url("storage:capture_image", new_screenshot), ARCHIVE_READERS),
     "storage:warcfile_detail": (
         "page",
         planning_url("storage:warcfile_detail", new_warc_file),
