@@ -169,6 +169,7 @@ class BrowserPool:
         size: int = 2,
         executable: str | None = None,
         heap_mb: int = 512,
+        grace_seconds: float = GRACE_SECONDS,
         name: str = "browser",
     ):
         if size < 1:
@@ -176,17 +177,29 @@ class BrowserPool:
         self.size = size
         self.executable = executable or chromium_executable()
         self.heap_mb = heap_mb
+        self.grace_seconds = grace_seconds  # past a page's time, before its browser is taken to be hung
         self.name = name
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
         self._free = threading.Semaphore(size)  # browsers not promised to a page
+        self._in_use = 0
         self._slots: list[_Slot] = []
         self._lock = threading.Lock()
         self._closed = False
         self.restarts = 0  # browsers started again after they died or were killed
 
+    @property
+    def in_use(self) -> int:
+        """Browsers promised to pages (rendering, or about to)."""
+        with self._lock:
+            return self._in_use
+
     def reserve(self) -> bool:
         """Take a browser for a page to come, if one is free (never waits); see :meth:`render`."""
-        return self._free.acquire(blocking=False)
+        if not self._free.acquire(blocking=False):
+            return False
+        with self._lock:
+            self._in_use += 1
+        return True
 
     def render(
         self,
@@ -204,6 +217,8 @@ class BrowserPool:
         """
         if not reserved:
             self._free.acquire()
+            with self._lock:
+                self._in_use += 1
         try:
             job = _Job(url, document, serve, options)
             with self._lock:
@@ -216,6 +231,8 @@ class BrowserPool:
             self._jobs.put(job)
             return self._wait(job)
         finally:
+            with self._lock:
+                self._in_use -= 1
             self._free.release()
 
     def close(self) -> None:
@@ -236,7 +253,7 @@ class BrowserPool:
             started = job.started
             if started is None:
                 continue  # still queued, or its browser starting (bounded by LAUNCH_SECONDS there)
-            if time.monotonic() < started + options.page_seconds + GRACE_SECONDS:
+            if time.monotonic() < started + options.page_seconds + self.grace_seconds:
                 continue
             slot = job.slot
             logger.warning("page %s hung past %ss: its browser is killed", job.url, options.page_seconds)
@@ -497,6 +514,8 @@ def _render(browser, job: _Job) -> RenderResult:
         for name in behaviours.sequence(options.behaviours):
             seconds = min(options.behaviour_seconds, visit.remaining())
             label = name if name not in result.behaviours else f"{name} again"
+            if label == "scroll again" and result.behaviours.get("click", "").endswith("(0 clicked)"):
+                continue  # the clicks added nothing to scroll through
             if seconds <= 0:
                 result.behaviours[label] = "no time left"
                 continue

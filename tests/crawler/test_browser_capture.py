@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from harvest.crawler import warc
 from harvest.crawler.browser import BrowserPool, chromium_executable
-from harvest.crawler.crawllog import NO_ANSWER
+from harvest.crawler.crawllog import NO_ANSWER, CrawlLog
 from harvest.crawler.dedup import MemoryDedupIndex
-from harvest.crawler.site import COMPLETED, OBJECT_LIMIT
+from harvest.crawler.engine import CrawlEngine
+from harvest.crawler.fetch import Fetcher
+from harvest.crawler.site import COMPLETED, OBJECT_LIMIT, SiteCrawl, SiteSettings
 from tests.components import require_component
 from tests.crawler.sitecrawl import ALLOW_LOOPBACK, crawl
 from webarchive.testsite import TestSite, scripted
@@ -38,9 +42,15 @@ def site():
 def browsers():
     require_component("chromium", chromium_executable() is not None, "browser capture renders in chromium")
     # A small JavaScript heap, so that /js/crash crashes its tab quickly; the other pages need little.
-    pool = BrowserPool(size=1, heap_mb=64)
+    pool = BrowserPool(size=1, heap_mb=64, grace_seconds=2)
     yield pool
     pool.close()
+
+
+@pytest.fixture(scope="module")
+def front_page(site, browsers, tmp_path_factory):
+    """The front page rendered with every behaviour, its links followed one click (not rendered)."""
+    return render(tmp_path_factory.mktemp("front"), site, browsers, ["/js/"], depth_policy="clicks", clicks=1)
 
 
 def base(site) -> str:
@@ -74,8 +84,8 @@ def records(result, record_type: str) -> dict[str, object]:
     return found
 
 
-def test_a_rendered_front_page_is_captured_as_the_browser_loads_it(site, browsers, tmp_path):
-    result = render(tmp_path, site, browsers, ["/js/"])
+def test_a_rendered_front_page_is_captured_as_the_browser_loads_it(site, front_page):
+    result = front_page
     assert result.crawl.stop_reason == COMPLETED
     assert result.crawl.render_failures == 0, result.crawl.render_errors
     expected = scripted.browser_urls(base(site))
@@ -83,7 +93,6 @@ def test_a_rendered_front_page_is_captured_as_the_browser_loads_it(site, browser
     assert expected <= set(result.fetched)
     # The page itself was fetched once, by the crawler, and given to the browser from there.
     assert result.fetched.count(site.url("/js/")) == 1
-    assert len(site.requests_to("/js/app.js")) >= 1
 
 
 def test_without_rendering_the_crawler_finds_only_the_shell(site, tmp_path):
@@ -120,8 +129,8 @@ def test_each_behaviour_loads_what_it_should_and_no_more(site, browsers, tmp_pat
         assert fetched == scripted.initial_urls(root)
 
 
-def test_links_of_the_rendered_page_are_followed(site, browsers, tmp_path):
-    result = render(tmp_path, site, browsers, ["/js/"], depth_policy="clicks", clicks=1)
+def test_links_of_the_rendered_page_are_followed(site, front_page):
+    result = front_page
     # Links made by script exist only in the rendered DOM; they were queued like any link.
     for url in scripted.article_urls(base(site)):
         fields = result.line(url)
@@ -189,8 +198,8 @@ def test_a_crashed_tab_ends_that_page_only(site, browsers, tmp_path):
     assert scripted.initial_urls(base(site)) <= set(result.fetched)
 
 
-def test_warc_files_are_valid_with_a_screenshot_and_the_text_of_each_seed(site, browsers, tmp_path):
-    result = render(tmp_path, site, browsers, ["/js/"])
+def test_warc_files_are_valid_with_a_screenshot_and_the_text_of_each_seed(site, front_page):
+    result = front_page
     for info in result.files:
         check = subprocess.run([str(WARCIO), "check", str(info.path)], capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr
@@ -223,3 +232,38 @@ def test_the_object_budget_stops_the_browser_too(site, browsers, tmp_path):
     assert result.crawl.stop_reason == OBJECT_LIMIT
     assert result.crawl.urls_done == 6
     assert len(result.fetched) == 6
+
+
+def test_a_site_waiting_for_a_browser_holds_no_fetch_thread(site, browsers, tmp_path):
+    """One browser, two fetch threads: while a hung page holds the browser and a second rendering
+    site waits for it, the plain site is crawled to its end on the other thread."""
+    log_path = tmp_path / "crawl.log"
+    writer = warc.WarcWriter(directory=tmp_path, prefix="test", job_id=1, host="tests", warcinfo={})
+    fetcher = Fetcher(user_agent="webarchive-test/1", address_check=ALLOW_LOOPBACK)
+    quick = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0, "obey_robots": False, "behaviours": ()}
+
+    def site_crawl(seed: str, policy: str, render: str) -> SiteCrawl:
+        settings = SiteSettings(
+            seeds=[seed], depth_policy=policy, render=render, render_page_seconds=6, **quick
+        )
+        return SiteCrawl(settings, session=fetcher.session(), writer=writer, crawl_log=log, browsers=browsers)
+
+    engine = CrawlEngine(threads=2)
+    with TestSite(port=0, seed=9, pages=40) as other, CrawlLog(log_path) as log:
+        hung = engine.submit(site_crawl(site.url("/js/hang"), "page", "seeds"))
+        for _ in range(200):  # until the hung page holds the only browser
+            if browsers.in_use:
+                break
+            time.sleep(0.05)
+        assert browsers.in_use == 1
+        waiting = engine.submit(site_crawl(site.url("/js/article/4"), "page", "seeds"))
+        plain = engine.submit(site_crawl(other.url("/site/"), "host", "off"))
+        plain.wait(60)
+        assert not hung.done and browsers.in_use == 1  # the browser is still held by the hung page
+        assert not waiting.crawl.pages_rendered
+        engine.shutdown()
+    writer.close()
+    assert plain.crawl.stop_reason == COMPLETED
+    assert plain.crawl.urls_done >= len(other.ground_truth(policy="host"))
+    assert waiting.crawl.pages_rendered == 1 and waiting.crawl.render_failures == 0
+    assert hung.crawl.render_failures == 1
