@@ -40,72 +40,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 WGET = "/usr/bin/wget"
 MEASUREMENTS = ("completeness", "replay", "cost")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run"]
-CHROMIUM_ARGS += ["--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-# Reading a page as a reader does (live and in replay) ---------------------------------------------
-
-
-def read_page(page, scripted) -> dict:
-    """Scroll to the end, press "load more", each tab, the in-page link, scroll again; what it shows."""
-    _scroll_to_end(page)
-    page.click("#load-more")
-    tabs = []
-    for name, (_label, text) in scripted.TABS.items():
-        page.click(f"#tab-{name}")
-        with contextlib.suppress(Exception):
-            page.wait_for_function(
-                "(text) => document.querySelector('#tab-panel').innerText.includes(text)",
-                arg=text,
-                timeout=10_000,
-            )
-        tabs.append(page.inner_text("#tab-panel").strip())
-    page.click("#more-link")
-    page.wait_for_timeout(500)
-    _scroll_to_end(page)
-    articles = page.inner_text("main#articles")
-    return {
-        "titles": [title for title in scripted.article_titles() if title in articles],
-        "images": sorted(
-            page.evaluate(
-                "() => Array.from(document.querySelectorAll('img')).filter("
-                "(img) => img.complete && img.naturalWidth > 0).map((img) => img.src.split('/js/').pop())"
-            )
-        ),
-        "tabs": tabs,
-        "extra": scripted.extra_text() in page.inner_text("body"),
-    }
-
-
-def _scroll_to_end(page) -> None:
-    still, last = 0, -1
-    for _ in range(300):
-        height = page.evaluate(
-            "() => { window.scrollBy(0, Math.floor(window.innerHeight * 0.8));"
-            " return document.scrollingElement.scrollHeight; }"
-        )
-        page.wait_for_timeout(150)
-        at_end = page.evaluate(
-            "() => window.scrollY + window.innerHeight >= document.scrollingElement.scrollHeight - 2"
-        )
-        still = still + 1 if at_end and height == last else 0
-        if still >= 3:
-            return
-        last = height
-
-
-def _frame(page, marker: str):
-    for _ in range(300):
-        for frame in page.frames:
-            if marker in frame.url:
-                return frame
-        page.wait_for_timeout(100)
-    raise RuntimeError(f"no frame {marker} in {page.url}")
 
 
 # 1. Completeness ------------------------------------------------------------------------------------
@@ -115,15 +53,15 @@ def live_loads(url: str) -> set[str]:
     """What Chromium loads on ``url`` while a reader goes through it (favicon aside)."""
     from playwright.sync_api import sync_playwright
 
-    from webarchive.testsite import scripted
+    from tests.crawler.reader import CHROMIUM_ARGS, VIEWPORT, read_page
 
     loaded: set[str] = set()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page = browser.new_page(viewport=VIEWPORT)
         page.on("request", lambda request: loaded.add(request.url))
         page.goto(url, wait_until="load")
-        read_page(page, scripted)
+        read_page(page)
         for media in ("#audio", "#video"):
             page.evaluate(f"() => document.querySelector('{media}').play().catch(() => {{}})")
         page.wait_for_timeout(1000)
@@ -203,8 +141,9 @@ def completeness(work: Path, pool) -> list[str]:
 def replay(work: Path, pool) -> list[str]:
     from playwright.sync_api import sync_playwright
 
+    from tests.crawler.reader import CHROMIUM_ARGS, VIEWPORT, read_page, replayed_frame
     from tests.crawler.test_replay import free_port, start_pywb
-    from webarchive.testsite import TestSite, scripted
+    from webarchive.testsite import TestSite
 
     with TestSite(port=0, seed=2, pages=10, hosts=1) as site:
         base = site.url("/").rstrip("/")
@@ -212,9 +151,9 @@ def replay(work: Path, pool) -> list[str]:
         result = crawl_ours(work / "crawl", [site.url("/js/")], render="seeds", browsers=pool)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page = browser.new_page(viewport=VIEWPORT)
             page.goto(site.url("/js/"), wait_until="load")
-            live = read_page(page, scripted)
+            live = read_page(page)
             browser.close()
     port = free_port()
     server = start_pywb(work, [info.path for info in result.files], port)
@@ -222,13 +161,11 @@ def replay(work: Path, pool) -> list[str]:
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page = browser.new_page(viewport=VIEWPORT)
             page.on("response", lambda answer: missing.append(answer.url) if answer.status == 404 else None)
             log("  pywb: Chromium reading the capture")
             page.goto(f"http://127.0.0.1:{port}/crawl/{base}/js/", wait_until="load")
-            frame = _frame(page, "mp_/")
-            frame.wait_for_selector("#load-more", timeout=30_000)
-            archived = read_page(frame, scripted)
+            archived = read_page(replayed_frame(page))
             browser.close()
     finally:
         server.terminate()
@@ -272,8 +209,9 @@ def replay(work: Path, pool) -> list[str]:
 class Sites:
     """``count`` test websites, each its own process (``manage.py testsite``) and port."""
 
-    def __init__(self, count: int):
+    def __init__(self, count: int, articles: int):
         self.count = count
+        self.articles = articles
         self.ports: list[int] = []
         self.processes: list[subprocess.Popen] = []
 
@@ -302,11 +240,12 @@ class Sites:
             process.wait(30)
 
     def seeds(self) -> list[list[str]]:
-        """Per site: the front page and every article page (both contenders handle the same pages)."""
-        from webarchive.testsite import scripted
-
+        """Per site: the front page and its first article pages (both contenders handle the same pages)."""
         return [
-            [f"http://127.0.0.1:{port}/js/", *sorted(scripted.article_urls(f"http://127.0.0.1:{port}"))]
+            [
+                f"http://127.0.0.1:{port}/js/",
+                *[f"http://127.0.0.1:{port}/js/article/{number}" for number in range(1, self.articles + 1)],
+            ]
             for port in self.ports
         ]
 
@@ -348,9 +287,11 @@ def _pss_kib(pid: int) -> int:
 
 
 class PeakMemory:
-    """The peak of the summed PSS of this process and its descendants (browsers, driver), sampled."""
+    """The peak of the summed PSS of this process and its descendants (browsers, driver), sampled;
+    the test websites' processes (``servers``) are not the crawler's and are left out."""
 
-    def __init__(self):
+    def __init__(self, servers: Sites):
+        self.servers = servers
         self.peak_kib = 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -365,7 +306,9 @@ class PeakMemory:
         self.sample()
 
     def sample(self) -> None:
-        self.peak_kib = max(self.peak_kib, sum(_pss_kib(pid) for pid in _descendants(os.getpid())))
+        servers = {pid for process in self.servers.processes for pid in _descendants(process.pid)}
+        crawler = [pid for pid in _descendants(os.getpid()) if pid not in servers]
+        self.peak_kib = max(self.peak_kib, sum(_pss_kib(pid) for pid in crawler))
 
     def _watch(self) -> None:
         self.sample()
@@ -373,7 +316,7 @@ class PeakMemory:
             self.sample()
 
 
-def cost(work: Path, sites: int, pools: list[int]) -> list[str]:
+def cost(work: Path, sites: int, pools: list[int], articles: int = 16) -> list[str]:
     from harvest.crawler import warc
     from harvest.crawler.browser import BrowserPool
     from harvest.crawler.crawllog import CrawlLog
@@ -388,7 +331,11 @@ def cost(work: Path, sites: int, pools: list[int]) -> list[str]:
             directory=directory, prefix="bench", job_id=1, host="bench", warcinfo={"software": "bench"}
         )
         pool = BrowserPool(size=size) if size else None
-        with Sites(sites) as servers, CrawlLog(directory / "crawl.log") as crawl_log, PeakMemory() as memory:
+        with (
+            Sites(sites, articles) as servers,
+            CrawlLog(directory / "crawl.log") as crawl_log,
+            PeakMemory(servers) as memory,
+        ):
             crawls = [
                 SiteCrawl(
                     SiteSettings(
@@ -439,7 +386,7 @@ def cost(work: Path, sites: int, pools: list[int]) -> list[str]:
         runs.append(run(f"render-{size}", "all", size))
     plain = runs[0]
     lines = [
-        f"### 3. Cost: {sites} copies of the section, the front page and every article page as seeds",
+        f"### 3. Cost: {sites} copies of the section, the front page and {articles} article pages as seeds",
         "",
         "| contender | pages | rendered (failed) | URLs | seconds | pages/min | pages/min per browser"
         " | peak memory (PSS, MiB) |",
@@ -494,12 +441,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sites", type=int, default=4, help="copies of the section for the cost (default 4)")
     parser.add_argument("--browsers", default="1,2", help="pool sizes for the cost (default 1,2)")
+    parser.add_argument(
+        "--articles", type=int, default=16, help="article pages per site for the cost, 0 to 16 (default 16)"
+    )
     args = parser.parse_args(argv)
     wanted = [name.strip() for name in args.only.split(",") if name.strip()]
     unknown = set(wanted) - set(MEASUREMENTS)
     if unknown:
         parser.error(f"unknown measurement(s): {', '.join(sorted(unknown))}")
     pools = [int(size) for size in args.browsers.split(",")]
+    if not 0 <= args.articles <= 16 or args.sites < 1 or min(pools) < 1:
+        parser.error("--articles is 0 to 16; --sites and each of --browsers at least 1")
 
     from harvest.crawler.browser import BrowserPool
 
@@ -519,7 +471,7 @@ def main(argv: list[str] | None = None) -> int:
             pool.close()
         if "cost" in wanted:
             log("cost")
-            lines += [*cost(work / "cost", args.sites, pools), ""]
+            lines += [*cost(work / "cost", args.sites, pools, args.articles), ""]
     print("\n".join(lines))
     return 0
 

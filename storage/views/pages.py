@@ -201,12 +201,7 @@ class CaptureRawView(AccessAreaMixin, RestrictedQuerysetMixin, SingleObjectMixin
         try:
             content = selectors.RecordBytes(capture)
         except selectors.RecordUnavailable as error:
-            return render(
-                request,
-                "storage/record_unavailable.html",
-                {"capture": capture, "reason": str(error)},
-                status=503,
-            )
+            return record_unavailable(request, capture, error)
         response = StreamingHttpResponse(content, content_type=raw_content_type(capture.warc_file.name))
         response["Content-Disposition"] = f'attachment; filename="{raw_filename(capture)}"'
         response["X-Content-Type-Options"] = "nosniff"
@@ -230,12 +225,7 @@ class CaptureImageView(AccessAreaMixin, RestrictedQuerysetMixin, SingleObjectMix
         try:
             payload = selectors.RecordPayload(capture)
         except selectors.RecordUnavailable as error:
-            return render(
-                request,
-                "storage/record_unavailable.html",
-                {"capture": capture, "reason": str(error)},
-                status=503,
-            )
+            return record_unavailable(request, capture, error)
         if cdx_mime(payload.content_type).lower() != SCREENSHOT_MIME:
             payload.close()
             raise Http404(_("This capture is not an image the crawler made."))
@@ -246,6 +236,13 @@ class CaptureImageView(AccessAreaMixin, RestrictedQuerysetMixin, SingleObjectMix
         response["Content-Security-Policy"] = "default-src 'none'; sandbox"
         response["Cache-Control"] = "private, max-age=3600"
         return response
+
+
+def record_unavailable(request, capture: Capture, error: Exception):
+    """The page that says a capture's WARC file cannot be read now (503)."""
+    return render(
+        request, "storage/record_unavailable.html", {"capture": capture, "reason": str(error)}, status=503
+    )
 
 
 def _archive_stem(name: str) -> tuple[str, str]:

@@ -19,30 +19,15 @@ while Playwright runs.
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
+from harvest.crawler.browser import QUIET_SWITCHES, chromium_executable
 from tests.components import require_component
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    # Without these chromium tries the network (updates, safe browsing, sync).
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM_ARGS = ["--no-sandbox", *QUIET_SWITCHES]
 TIMEOUT_MS = 10_000  # a page of this app loads in well under a second; fail fast
-
-
-def chromium_path() -> str | None:
-    if os.access("/usr/bin/chromium", os.X_OK):
-        return "/usr/bin/chromium"
-    return shutil.which("chromium")
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -60,7 +45,7 @@ def playwright_browser():
         from playwright.sync_api import sync_playwright
     except ImportError as error:
         require_component("chromium", False, f"the playwright package cannot be imported ({error})")
-    executable = chromium_path()
+    executable = chromium_executable()
     require_component("chromium", executable is not None, "no /usr/bin/chromium nor chromium on PATH")
 
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")

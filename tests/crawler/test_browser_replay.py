@@ -13,25 +13,17 @@ import pytest
 
 from harvest.crawler.browser import BrowserPool, chromium_executable
 from tests.components import require_component
+from tests.crawler.reader import CHROMIUM_ARGS, VIEWPORT, read_page, replayed_frame
 from tests.crawler.sitecrawl import crawl
 from tests.crawler.test_replay import BIN, free_port, start_pywb
 from webarchive.testsite import TestSite, scripted
 
 pytestmark = pytest.mark.browser
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="module")
 def replayed(tmp_path_factory):
-    """(the pywb address of the rendered front page, the site's base URL)."""
+    """(the pywb address of the rendered front page, the chromium to read it with)."""
     require_component("pywb", (BIN / "wayback").exists(), "pywb (requirements.txt) replays WARC files")
     executable = chromium_executable()
     require_component("chromium", executable is not None, "browser capture renders in chromium")
@@ -49,86 +41,36 @@ def replayed(tmp_path_factory):
     port = free_port()
     server = start_pywb(root, [info.path for info in result.files], port)
     try:
-        yield f"http://127.0.0.1:{port}/crawl/{base}/js/", base, executable
+        yield f"http://127.0.0.1:{port}/crawl/{base}/js/", executable
     finally:
         server.terminate()
         server.wait(30)
 
 
 def test_the_replayed_page_shows_every_article_picture_tab_and_loaded_item(replayed):
-    address, _base, executable = replayed
+    address, executable = replayed
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": 1366, "height": 768})
+            page = browser.new_page(viewport=VIEWPORT)
+            origin = address.split("/crawl/")[0]
             outside: list[str] = []
             page.on(
                 "request",
-                lambda request: (
-                    outside.append(request.url)
-                    if not request.url.startswith(address.split("/crawl/")[0])
-                    else None
-                ),
+                lambda request: None if request.url.startswith(origin) else outside.append(request.url),
             )
             page.goto(address, wait_until="load", timeout=30_000)
             # pywb shows the capture in a frame under its banner, as readers see it.
-            page.wait_for_function("() => document.querySelector('iframe')", timeout=30_000)
-            page = next(frame for frame in wait_frames(page) if "mp_/" in frame.url)
-            page.wait_for_selector("#load-more", timeout=30_000)
-            read(page, scroll_to_end=True)
-            page.click("#load-more")
-            for name, (_label, text) in scripted.TABS.items():
-                page.click(f"#tab-{name}")
-                page.wait_for_function(
-                    "(text) => document.querySelector('#tab-panel').innerText.includes(text)",
-                    arg=text,
-                    timeout=10_000,
-                )
-            page.click("#more-link")
-            read(page, scroll_to_end=True)
-            shown = page.inner_text("main#articles")
-            for title in scripted.article_titles():
-                assert title in shown, title
-            assert scripted.extra_text() in page.inner_text("body")
-            broken = page.evaluate(
-                "() => Array.from(document.querySelectorAll('img')).filter("
-                "(img) => !img.complete || img.naturalWidth === 0).map((img) => img.src)"
-            )
-            assert broken == []
-            assert len(page.query_selector_all("article.story img")) == len(scripted.article_titles())
-            # Nothing came from anywhere but the archive (the site is gone anyway).
-            assert outside == []
+            shown = read_page(replayed_frame(page))
         finally:
             browser.close()
-
-
-def wait_frames(page) -> list:
-    for _ in range(100):
-        if any("mp_/" in frame.url for frame in page.frames):
-            break
-        page.wait_for_timeout(100)
-    return page.frames
-
-
-def read(page, *, scroll_to_end: bool) -> None:
-    """Scroll down a viewport at a time until the page stops growing, as a reader would."""
-    still = 0
-    last = -1
-    for _ in range(200):
-        height = page.evaluate(
-            "() => { window.scrollBy(0, Math.floor(window.innerHeight * 0.8));"
-            " return document.scrollingElement.scrollHeight; }"
-        )
-        page.wait_for_timeout(150)
-        at_end = page.evaluate(
-            "() => window.scrollY + window.innerHeight >= document.scrollingElement.scrollHeight - 2"
-        )
-        if at_end and height == last:
-            still += 1
-            if still >= 3 or not scroll_to_end:
-                return
-        else:
-            still = 0
-        last = height
+    assert shown["titles"] == scripted.article_titles()
+    assert shown["tabs"] == scripted.tab_texts()
+    assert shown["extra"]
+    assert shown["broken"] == []
+    assert len([image for image in shown["images"] if image.startswith("img/")]) == len(
+        scripted.article_titles()
+    )
+    assert outside == []  # nothing came from anywhere but the archive (the site is gone anyway)

@@ -25,21 +25,14 @@ from urllib.parse import urljoin, urlsplit
 import pytest
 import requests
 
+from harvest.crawler.browser import QUIET_SWITCHES
 from tests.components import require_component
 from webarchive.testsite import TestSite, scripted
 
 pytestmark = pytest.mark.browser
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+CHROMIUM_ARGS = ["--no-sandbox", *QUIET_SWITCHES]
 SMALL_HEAP = "--js-flags=--max-old-space-size=64"
 VIEWPORT = {"width": 1366, "height": 768}
 TIMEOUT_MS = 10_000
