@@ -233,19 +233,7 @@ TEMPLATE_GROUPS = [
     (_("Politeness"), ["min_delay", "max_delay", "delay_factor"]),
     (_("Extractors"), ["extract_javascript", "extract_sitemaps", "extract_forms"]),
     (_("Deduplication and digest"), ["dedup", "dedup_verify", "digest_algorithm"]),
-    (
-        _("Browser rendering"),
-        [
-            "render",
-            "behaviour_scroll",
-            "behaviour_click",
-            "behaviour_media",
-            "render_page_seconds",
-            "render_behaviour_seconds",
-            "viewport_width",
-            "viewport_height",
-        ],
-    ),
+    (_("Browser rendering"), list(HarvestTemplate.RENDER_SETTINGS)),
 ]
 
 

@@ -20,6 +20,17 @@ RENDER_TIMES_MESSAGE = _(
 class HarvestTemplate(models.Model):
     """Crawler settings as structured fields; a job keeps a copy of the version it ran with."""
 
+    # The fields of browser rendering (docs/harvesting.md, "Browser capture").
+    RENDER_SETTINGS = (
+        "render",
+        "behaviour_scroll",
+        "behaviour_click",
+        "behaviour_media",
+        "render_page_seconds",
+        "render_behaviour_seconds",
+        "viewport_width",
+        "viewport_height",
+    )
     # The fields copied into a job (Job.template_settings) and shown as the template's settings;
     # the job gets the behaviour switches as one list, ``behaviours`` (see crawler_settings).
     SETTINGS = (
@@ -38,14 +49,7 @@ class HarvestTemplate(models.Model):
         "dedup",
         "dedup_verify",
         "digest_algorithm",
-        "render",
-        "behaviour_scroll",
-        "behaviour_click",
-        "behaviour_media",
-        "render_page_seconds",
-        "render_behaviour_seconds",
-        "viewport_width",
-        "viewport_height",
+        *RENDER_SETTINGS,
     )
     # What the browser does on each rendered page, in the order it does it.
     BEHAVIOURS = ("scroll", "click", "media")
