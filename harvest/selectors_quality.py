@@ -46,7 +46,7 @@ from django.db.models.lookups import IsNull
 from django.utils.translation import gettext_lazy as _
 
 from harvest.choices import SiteState, StopReason
-from harvest.crawler.rendering import SCREENSHOT_PREFIX
+from harvest.crawler.rendering import SCREENSHOT_PREFIX, SCREENSHOT_TYPE
 from harvest.crawler.urls import canonicalize
 from harvest.models import HarvestInfo, Job, JobConfiguration
 from selection.models import HarvestNote, Record
@@ -66,7 +66,6 @@ SCREENSHOTS_SHOWN = 12  # screenshots of one site on the quality view
 SEEDS_LISTED = 12  # seeds of one site named as having no screenshot
 RENDER_ERRORS_SHOWN = 5  # of the render errors a site's report keeps (the crawler keeps 20)
 RENDER_FIGURES = ("pages_rendered", "render_failures", "render_errors")
-SCREENSHOT_MIME = "image/png"
 
 
 class QualityFilter:
@@ -271,7 +270,7 @@ def _screenshots(job: Job, entries, captures: QuerySet[Capture]) -> dict[int, di
             urlkey__lt=SCREENSHOT_PREFIX[:-1] + chr(ord(SCREENSHOT_PREFIX[-1]) + 1),
             url__startswith=SCREENSHOT_PREFIX,
             record_type=Capture.RecordType.RESOURCE,
-            mime=SCREENSHOT_MIME,
+            mime=SCREENSHOT_TYPE,
         )
         .filter(near)
         .order_by("timestamp", "pk")

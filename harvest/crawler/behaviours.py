@@ -4,7 +4,7 @@ Each behaviour is driven from Python in small steps (a short script evaluated
 in the page, then a wait until the page's requests have settled), so that
 every step is bounded by the behaviour's time and the browser's requests are
 served meanwhile. None of them leaves the page: a navigation of the page
-itself is refused by the routing (``browser._Visit.route``) and its target
+itself is refused by the routing (``tab._Visit.route``) and its target
 handed to the crawler as a link.
 
 - ``scroll``: down a viewport at a time to the end, so that lazy images and

@@ -30,6 +30,11 @@ class Candidate:
     via: str  # the URL it was found on ("" for a seed)
     follow: bool  # in scope: its links are followed; a requisite outside the scope: only its components
 
+    @property
+    def is_seed(self) -> bool:
+        """A seed, or where a seed's redirects led (a hop path of R letters only)."""
+        return self.hop_path.strip("R") == ""
+
 
 class Frontier:
     """Components first, then pages breadth-first, static and dynamic in turn; each URL at most once."""

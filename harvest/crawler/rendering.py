@@ -28,9 +28,9 @@ import logging
 import time
 from collections import OrderedDict
 
-from harvest.crawler.browser import BrowserAnswer, BrowserRequest, RenderOptions, RenderResult
 from harvest.crawler.fetch import Exchange
 from harvest.crawler.frontier import Candidate
+from harvest.crawler.tab import BrowserAnswer, BrowserRequest, RenderOptions, RenderResult
 from harvest.crawler.urls import canonicalize, fingerprint
 
 logger = logging.getLogger(__name__)
@@ -40,6 +40,7 @@ RENDERED_TYPES = ("text/html", "application/xhtml+xml")
 CACHE_ITEM_BYTES = 2 * 1024 * 1024  # answers larger than this are asked again when a page needs them
 ANSWER_BYTES = 100 * 1024 * 1024  # the most of one decoded body handed to the browser
 SCREENSHOT_PREFIX = "urn:screenshot:"
+SCREENSHOT_TYPE = "image/png"
 TEXT_PREFIX = "urn:text:"
 RENDER_ERRORS_KEPT = 20
 
@@ -86,7 +87,7 @@ def wants_render(crawl, candidate: Candidate, exchange: Exchange) -> bool:
         return False
     if exchange.content_type not in RENDERED_TYPES or not candidate.follow:
         return False
-    return settings.render == RENDER_ALL or candidate.hop_path.strip("R") == ""
+    return settings.render == RENDER_ALL or candidate.is_seed
 
 
 class PageRender:
@@ -107,7 +108,7 @@ class PageRender:
     def run(self) -> float:
         crawl = self.crawl
         settings = crawl.settings
-        seed = self.page.hop_path.strip("R") == ""
+        seed = self.page.is_seed
         document = self.document
         crawl.answers.put(self.page.url, document)
         options = RenderOptions(
@@ -197,6 +198,13 @@ class PageRender:
                     crawl.render_errors.append({"url": self.page.url, "error": result.error})
         if result.error:
             logger.warning("rendering %s: %s", self.page.url, result.error)
+        logger.debug(
+            "rendered %s in %.1f s, %d requests: %s",
+            self.page.url,
+            result.seconds,
+            result.requests,
+            result.behaviours,
+        )
         for link in [*result.links, *result.navigations]:
             crawl._consider(self.page, link, "L")
         if crawl.writer is None:

@@ -16,7 +16,6 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from harvest.crawler.browser import BrowserAnswer
 from harvest.crawler.crawllog import NO_ANSWER, log_line
 from harvest.crawler.dedup import (
     IDENTICAL_PAYLOAD,
@@ -34,6 +33,7 @@ from harvest.crawler.frontier import Candidate, Frontier
 from harvest.crawler.rendering import RENDER_OFF, AnswerCache, PageRender, answer_of, wants_render
 from harvest.crawler.robots import RobotsCache
 from harvest.crawler.scope import Scope
+from harvest.crawler.tab import BrowserAnswer
 from harvest.crawler.traps import TrapGuard
 from harvest.crawler.urls import canonicalize, fingerprint, host_of
 
@@ -372,7 +372,7 @@ class SiteCrawl:
             return
         hop_path = source.hop_path + hop
         if hop == "R":
-            if source.hop_path.strip("R") == "":  # a seed's redirect: its target is a seed too
+            if source.is_seed:  # a seed's redirect: its target is a seed too
                 self.scope.add_seed(canonical)
                 self.seed_hosts.add(host_of(canonical))
                 self.frontier.add_component(Candidate(canonical, hop_path, source.url, True))
