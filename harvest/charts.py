@@ -4,6 +4,13 @@ No JavaScript and no CDN: a chart is part of the page, readable in a closed read
 printed as it is shown. Text stays text in the SVG (searchable, selectable, sharp when printed);
 every chart on a page is followed by its numbers as a table (for screen readers and for the CSV).
 Figures are made with the object API (no pyplot, whose global state is not thread-safe).
+
+Labels come from crawled data (MIME types, domains) and names people typed: every text of a chart
+is drawn as plain text, never parsed as matplotlib's mathtext (``$\\foo$`` would raise, and the
+page answer 500). The switch is matplotlib's own, ``text.parse_math`` off in the charts' style
+(read when a text is made, tick labels included, which are made while drawing, so drawing is in
+the style too), and ``parse_math=False`` set again on every text of a figure before it is drawn.
+The SVG writer escapes text (``<`` as ``&lt;``), so crawled text cannot bring markup into a page.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from collections.abc import Sequence
 import matplotlib
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import FuncFormatter
 
 # Colours that print apart in grey too (Okabe-Ito, for colour-blind readers).
@@ -25,6 +33,7 @@ STYLE = {
     "axes.spines.top": False,
     "axes.spines.right": False,
     "svg.hashsalt": "webarchive",  # the same chart, the same SVG (ids do not change between requests)
+    "text.parse_math": False,  # labels are crawled text: "$" is a dollar, not mathtext
 }
 COUNT_UNIT = ""  # counts (URLs, domains) have no unit
 MAX_SLICES = 7  # beyond this, a pie's smallest slices are summed as "other"
@@ -39,6 +48,8 @@ def human(value: float, unit: str = "") -> str:
 
 
 def _svg(figure: Figure, title: str) -> str:
+    for text in figure.findobj(Text):
+        text.set_parse_math(False)
     buffer = io.StringIO()
     with matplotlib.rc_context(STYLE):
         FigureCanvasSVG(figure).print_svg(buffer, metadata={"Date": None, "Title": title})

@@ -21,7 +21,7 @@ from harvest.choices import HarvestKind
 from harvest.models import HarvestDefinition, PreloadInvalidLine, PreloadRun
 from harvest.services.preload import SourceSpec, preload_create, preload_stop, statistics_rows
 from harvest.views.jobs import htmx_response
-from harvest.views.reports import csv_response
+from webarchive.csvfiles import csv_response
 from webarchive.permissions import ADD, CHANGE, VIEW, Area
 from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerysetMixin, ServiceFormView
 

@@ -1,13 +1,14 @@
 """The Reports area: the manager dashboard, the statistics tables with their CSV, comparisons.
 
 Everything here reads stored job statistics (harvest.models.statistics), never WARC files.
-A table's CSV is the same view with ``export=csv``: the same filters, the same rows, streamed.
+A table's CSV is the same view with ``export=csv``: the same filters, the same rows, streamed by the
+application's one CSV writer (webarchive.csvfiles), which escapes the cells a spreadsheet would run.
 """
 
 from __future__ import annotations
 
 from django import forms
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.http import urlencode
@@ -20,7 +21,7 @@ from harvest import selectors_statistics as stats
 from harvest.filtersets import StatisticsFilterSet
 from harvest.models import Dimension, HarvestDefinition, JobStatistics
 from harvest.reports import TABLE_CHOICES, TABLES, ReportTable, report_table
-from selection.csvio.export import csv_stream
+from webarchive.csvfiles import csv_response
 from webarchive.forms import add_bootstrap_classes
 from webarchive.permissions import VIEW, Area
 from webarchive.views import AreaRequiredMixin
@@ -41,12 +42,6 @@ DASHBOARD_CHARTS = [
 class ReportsMixin(AreaRequiredMixin):
     area = Area.REPORTS
     model_permission = (VIEW, JobStatistics)
-
-
-def csv_response(rows, filename: str) -> StreamingHttpResponse:
-    response = StreamingHttpResponse(csv_stream(rows), content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response
 
 
 def invalid_filters(filterset: StatisticsFilterSet) -> HttpResponse:

@@ -1,14 +1,23 @@
-"""The columns of the CSV files, and the escaping of spreadsheet formulas (both directions)."""
+"""The columns of the CSV files. Formulas are escaped by the application's one CSV writer
+(webarchive.csvfiles), whose ``escape_cell``/``unescape_cell`` are re-exported here for the import."""
 
 from __future__ import annotations
-
-import re
 
 from django.utils.translation import gettext as _
 
 from selection.models import Record
+from webarchive.csvfiles import BOM, escape_cell, unescape_cell
 
-BOM = "\ufeff"
+__all__ = [
+    "BOM",
+    "EXPORT_COLUMNS",
+    "FIELD_OF",
+    "IMPORT_COLUMNS",
+    "REQUIRED_COLUMNS",
+    "column_label",
+    "escape_cell",
+    "unescape_cell",
+]
 
 EXPORT_COLUMNS = (
     "id",
@@ -58,19 +67,3 @@ def column_label(key: str) -> str:
     if key == "row":
         return _("line")
     return str(Record._meta.get_field(FIELD_OF.get(key, key)).verbose_name)
-
-
-# Spreadsheet formulas ----------------------------------------------------------------------
-
-_FORMULA = re.compile(r"^'*[=+\-@\t\r]")
-_ESCAPED_FORMULA = re.compile(r"^'+[=+\-@\t\r]")
-
-
-def escape_cell(value: str) -> str:
-    """Make a cell that a spreadsheet would run as a formula read as text (see the module doc)."""
-    return f"'{value}" if _FORMULA.match(value) else value
-
-
-def unescape_cell(value: str) -> str:
-    """Undo :func:`escape_cell`."""
-    return value[1:] if _ESCAPED_FORMULA.match(value) else value

@@ -1,14 +1,18 @@
-"""CSV export of records: a streamed file, one row per record, one column per field."""
+"""CSV export of records: a streamed file, one row per record, one column per field.
+
+The rows are raw values; the application's one CSV writer (webarchive.csvfiles) escapes the cells
+a spreadsheet would run, and the import (selection.csvio.preview) takes that escaping off again.
+"""
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from django.utils import timezone
 
-from selection.csvio.columns import BOM, EXPORT_COLUMNS, escape_cell
+from selection.csvio.columns import EXPORT_COLUMNS
 from selection.models import Record
+from webarchive.csvfiles import ROWS_PER_CHUNK, csv_stream
 
 EXPORT_CHUNK = 500  # records read from the database at a time
 
@@ -45,35 +49,16 @@ def _record_cells(record: Record) -> list[str]:
 
 
 def records_csv_rows(queryset) -> Iterator[list[str]]:
-    """The header, then one row per record, read a chunk at a time so that memory stays flat."""
+    """The header, then one row per record (raw: not escaped), read a chunk at a time so that memory
+    stays flat."""
     yield list(EXPORT_COLUMNS)
     records = queryset.select_related(
         "collection", "responsible", "theme", "created_by", "modified_by"
     ).prefetch_related("keywords")
     for record in records.iterator(chunk_size=EXPORT_CHUNK):
-        yield [escape_cell(cell) for cell in _record_cells(record)]
+        yield _record_cells(record)
 
 
-class _Echo:
-    """A file whose ``write`` gives back what it was given: csv.writer then returns each line."""
-
-    def write(self, value: str) -> str:
-        return value
-
-
-def records_csv_stream(queryset, *, rows_per_chunk: int = 100) -> Iterator[str]:
-    """The CSV text of :func:`records_csv_rows`, BOM first, a few rows per chunk, for streaming."""
+def records_csv_stream(queryset, *, rows_per_chunk: int = ROWS_PER_CHUNK) -> Iterator[str]:
+    """The CSV text of :func:`records_csv_rows`, BOM first, a few rows per chunk, formulas escaped."""
     return csv_stream(records_csv_rows(queryset), rows_per_chunk=rows_per_chunk)
-
-
-def csv_stream(rows: Iterable[list], *, rows_per_chunk: int = 100) -> Iterator[str]:
-    """CSV text of rows (the first is the header), BOM first, a few rows per chunk, for streaming."""
-    writer = csv.writer(_Echo(), lineterminator="\r\n")
-    chunk = [BOM]
-    for row in rows:
-        chunk.append(writer.writerow(row))
-        if len(chunk) >= rows_per_chunk:
-            yield "".join(chunk)
-            chunk = []
-    if chunk:
-        yield "".join(chunk)

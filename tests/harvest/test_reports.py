@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from datetime import timedelta
 
 import pytest
@@ -11,9 +12,16 @@ from django.urls import reverse
 from django.utils import timezone
 from selectolax.parser import HTMLParser
 
-from harvest.models import Job, JobStatistics
+from harvest import charts as report_charts
+from harvest.choices import HarvestKind
+from harvest.models import DomainConfiguration, Job, JobStatistics
+from harvest.reports import TABLE_CHOICES
+from harvest.services.planning import definition_save
+from harvest.services.preload import SourceSpec, preload_create, preload_run
 from harvest.services.statistics import job_statistics_compute
-from tests.harvest.statistics_jobs import three_site_job
+from tests.factories import CollectionFactory
+from tests.harvest.crawljobs import job_for_sites
+from tests.harvest.statistics_jobs import end_site, three_site_job
 from webarchive.permissions import Role
 
 REPORT_ROLES = [Role.MANAGER, Role.CURATOR, Role.ENGINEER]
@@ -232,3 +240,131 @@ def test_statistics_are_sent_for_computing_when_a_job_ends(
     assert sent == [job.pk]
     assert not JobStatistics.objects.filter(job=job).exists()  # the worker computes them
     assert timezone.now() - job.ended_at < timedelta(minutes=5)
+
+
+# Hostile crawled text and names --------------------------------------------------------------------------
+
+MATH_MIME = "$\\foo$/html"  # matplotlib's mathtext would parse it (and fail: an unknown symbol)
+MARKUP_MIME = "<script>alert(1)</script>/html"
+FORMULA_MIME = "=cmd|' /C calc'!A0"  # as crawled; the statistics keep MIME types in lower case
+FORMULA_NAME = '=HYPERLINK("http://x","y")'
+FORMULA_COLLECTION = "@SUM(1+1)"
+FORMULA_START = re.compile(r"^[=+\-@\t\r]")
+
+
+@pytest.fixture
+def hostile_job(db):
+    """A definition and a collection named like formulas; MIME types like mathtext, markup, formulas."""
+    job = job_for_sites([("hostile.fr", "http://hostile.fr/")])
+    definition_save(definition=job.harvest_definition, name=FORMULA_NAME)
+    collection = CollectionFactory(name=FORMULA_COLLECTION)
+    DomainConfiguration.objects.filter(domain__name="hostile.fr").update(source_collection=collection)
+    mimes = {MATH_MIME: [3, 300], MARKUP_MIME: [4, 400], FORMULA_MIME: [2, 200], "text/html": [1, 100]}
+    end_site(job, "hostile.fr", urls=10, size=1000, mimes=mimes)
+    job_statistics_compute(job_id=job.pk)
+    job.refresh_from_db()
+    return job
+
+
+def test_crawled_text_is_drawn_as_plain_text_in_the_dashboard_charts(hostile_job, as_role):
+    client = as_role(Role.MANAGER)
+    page = client.get(reverse("reports:dashboard"), {"year": hostile_job.ended_at.year})
+    assert page.status_code == 200
+    html = HTMLParser(page.content.decode())
+    charts = html.css("[data-chart]")
+    assert len(charts) == 8 and all(chart.css_first("svg.report-chart") for chart in charts)
+    mime_family = html.css_first("#chart-mime-family svg.report-chart")
+    shown = [text.text() for text in mime_family.css("text")]
+    assert "$\\foo$" in shown  # literally, dollars and backslash
+    assert "<script>alert(1)<" in shown  # the family: what comes before the first "/"
+    # The markup of crawled text is escaped in the SVG: no element comes out of it.
+    assert html.css("svg script") == [] and html.css("svg [onload]") == []
+    assert "&lt;script&gt;alert(1)&lt;" in mime_family.html
+    for table in ("mime", "mime-family"):
+        listed = client.get(reverse("reports:statistics"), {"table": table})
+        assert listed.status_code == 200 and "$\\foo$" in listed.content.decode()
+    compare = client.get(reverse("reports:compare"), {"dimension": "mime"})
+    assert compare.status_code == 200 and "$\\foo$/html" in compare.content.decode()
+
+
+@pytest.mark.parametrize("kind", ["bar", "pie", "line"])
+def test_every_kind_of_chart_draws_its_text_as_plain_text(kind):
+    labels = ["$\\foo$", "<script>x</script>", "a & b", "$x^2$"]
+    values = [4, 3, 2, 1]
+    if kind == "line":
+        svg = report_charts.line_chart(
+            labels, {"$\\sum$ <b>": values, "other $": values}, title="$\\alpha$ <i>", unit="B"
+        )
+    else:
+        draw = report_charts.bar_chart if kind == "bar" else report_charts.pie_chart
+        svg = draw(labels, values, title="$\\alpha$ <i>")
+    texts = [node.text() for node in HTMLParser(svg).css("text")]
+    for label in [*labels, "$\\alpha$ <i>"]:
+        assert label in texts, (label, texts)
+    if kind == "line":
+        assert {"$\\sum$ <b>", "other $"} <= set(texts)  # the legend
+    assert "<script" not in svg and "<b>" not in svg and "<i>" not in svg
+    assert "&lt;script&gt;x&lt;/script&gt;" in svg and "a &amp; b" in svg
+
+
+def exported_tables(client, year: int) -> dict[str, list[list[str]]]:
+    url = reverse("reports:statistics")
+    tables = {
+        name: read_csv(client.get(url, {"table": name, "year": year, "export": "csv"}))
+        for name, _title in TABLE_CHOICES
+    }
+    tables["year"] = read_csv(client.get(reverse("reports:year_export", kwargs={"year": year})))
+    return tables
+
+
+def assert_nothing_a_spreadsheet_would_run(rows: list[list[str]]):
+    for row in rows:
+        for cell in row:
+            assert not FORMULA_START.match(cell), (cell, row)
+
+
+def test_every_reports_csv_export_escapes_formulas_and_keeps_numbers(hostile_job, as_role):
+    tables = exported_tables(as_role(Role.MANAGER), hostile_job.ended_at.year)
+    for name, rows in tables.items():
+        assert len(rows) > 1, name
+        assert_nothing_a_spreadsheet_would_run(rows)
+    escaped_name, escaped_mime = f"'{FORMULA_NAME}", f"'{FORMULA_MIME.lower()}"
+    assert [row[0] for row in tables["by-definition"][1:]] == [escaped_name]
+    assert [row[0] for row in tables["by-run"][1:]] == [f"{escaped_name} #1"]
+    assert [row[0] for row in tables["by-collection"][1:]] == [f"'{FORMULA_COLLECTION}"]
+    mime = {row[0]: row for row in tables["mime"][1:]}
+    assert set(mime) == {escaped_mime, MATH_MIME, MARKUP_MIME.lower(), "text/html"}
+    assert mime[escaped_mime][1:] == ["2", "0.2000", "200", "1"]  # numbers as they were
+    assert "'=cmd|' " in {row[0] for row in tables["mime-family"][1:]}
+    year = tables["year"]
+    assert ["mime", escaped_mime, escaped_mime, "2", "200", "", "", "", "1", ""] in year
+    assert {row[1] for row in year if row[0] == "by-definition"} == {escaped_name}
+    assert {row[2] for row in year if row[0] == "by-run"} == {f"{escaped_name} #1"}
+    assert {row[2] for row in year if row[0] == "by-collection"} == {f"'{FORMULA_COLLECTION}"}
+
+
+def test_the_statistics_csv_writes_numbers_as_numbers_unquoted(hostile_job, as_role):
+    response = as_role(Role.MANAGER).get(
+        reverse("reports:statistics"), {"table": "by-definition", "export": "csv"}
+    )
+    text = b"".join(response.streaming_content).decode("utf-8")
+    assert text.startswith("\ufeffgroup,jobs,urls,bytes,")
+    assert text.endswith("\r\n")
+    # The name is one quoted cell with its apostrophe; the numbers follow bare.
+    assert '"\'=HYPERLINK(""http://x"",""y"")",1,10,1000,1000,0,0,1,1,0,0,' in text
+
+
+def test_the_preload_statistics_csv_escapes_a_source_name_a_spreadsheet_would_run(db, as_role, tmp_path):
+    snapshot = definition_save(kind=HarvestKind.SNAPSHOT, name="broad-hostile")
+    domains = tmp_path / "list.txt"
+    domains.write_text("alpha.fr\nbeta.fr\n")
+    run = preload_create(
+        harvest_definition=snapshot,
+        sources=[SourceSpec("-A1", str(domains))],
+        check_dns=False,
+        find_redirects=False,
+    )
+    preload_run(run.pk)
+    rows = read_csv(as_role(Role.ENGINEER).get(reverse("harvest:preload_statistics", args=[run.pk])))
+    assert ["source", "'-A1", "2", "2", "2", "0"] in rows
+    assert_nothing_a_spreadsheet_would_run(rows)

@@ -225,6 +225,23 @@ def test_cells_a_spreadsheet_would_run_are_escaped_and_unescaped_on_import():
         assert csvio.unescape_cell(value) == value
 
 
+def test_export_escapes_each_cell_a_spreadsheet_would_run_once(client, librarian, collection):
+    RecordFactory(
+        collection=collection,
+        theme=collection.themes.get(name="Politics"),
+        keywords=["@home"],
+        content_notes='=HYPERLINK("http://x","y")',
+        technical_notes="'=already quoted",
+    )
+    client.force_login(librarian)
+    rows = parse(b"".join(client.get(reverse("selection:record_export")).streaming_content))
+    row = dict(zip(EXPORT_COLUMNS, rows[1], strict=True))
+    assert row["content_notes"] == '\'=HYPERLINK("http://x","y")'
+    assert row["technical_notes"] == "''=already quoted"
+    assert row["keywords"] == "'@home"
+    assert row["url"].startswith("https://") and row["id"].isdigit()
+
+
 # Round trip ------------------------------------------------------------------------------------------
 
 
