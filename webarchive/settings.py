@@ -102,6 +102,12 @@ PRELOAD_CONNECTIONS = env.int("PRELOAD_CONNECTIONS", default=2)
 # Memory PostgreSQL may use for each sort of the merge and the load (SET LOCAL work_mem).
 PRELOAD_WORK_MEM = env("PRELOAD_WORK_MEM", default="256MB")
 PRELOAD_UPLOAD_DIR = Path(env("PRELOAD_UPLOAD_DIR", default=str(VAR_DIR / "preload")))
+# The lists uploaded for one run, together: 64 MiB holds about 4 million domains (3 million, the
+# largest national lists, take about 50 MB); larger lists are read from disk by preload_domains.
+PRELOAD_MAX_UPLOAD_BYTES = env.int("PRELOAD_MAX_UPLOAD_BYTES", default=64 * 2**20)
+# Addresses or networks a run's nameservers may be on besides the public ones (the archive's own
+# resolver on its internal network); the others go under the address guard, as the crawler's.
+PRELOAD_ALLOWED_NAMESERVERS = env.list("PRELOAD_ALLOWED_NAMESERVERS", default=[])
 
 # Reports (docs/reports.md): the bounds of the domain size classes, in URLs collected per domain
 # ("10,10000": fewer than 10, 10 to 10,000, more than 10,000).

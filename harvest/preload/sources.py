@@ -16,11 +16,41 @@ from webarchive.urlnorm import InvalidURL, _extractor, normalise_url, url_host
 
 _LABEL = r"(?!-)[a-z0-9_-]{1,63}(?<!-)"
 _HOST = re.compile(rf"(?:{_LABEL}\.)*{_LABEL}")  # every label: letters, digits, - and _, not at the ends
+MAX_LINE = 4096  # characters: far above any domain name (253) or sensible seed URL
+# What no domain or URL holds: C0 controls (NUL included), DEL, C1 controls, and the lone surrogates
+# that stand for the bytes of invalid UTF-8 (the files are decoded with "surrogateescape").
+_UNWANTED = re.compile(r"[\x00-\x1f\x7f-\x9f\udc80-\udcff]")
+
+
+def line_refusal(text: str) -> str | None:
+    """Why a line can be no entry whatever it says (a NUL byte, a control character, invalid UTF-8,
+    too long), or None. Checked before anything else: PostgreSQL refuses NUL in text, a URL
+    parser would quietly drop a tab or percent-encode a control character into a seed."""
+    if len(text) > MAX_LINE:
+        return _("longer than %(max)s characters") % {"max": f"{MAX_LINE:,}"}
+    found = _UNWANTED.search(text)
+    if found is None:
+        return None
+    code = ord(found.group())
+    if code >= 0xDC80:
+        return _("not valid UTF-8 (byte 0x%(byte)02x)") % {"byte": code - 0xDC00}
+    if code == 0:
+        return _("contains a NUL byte")
+    return _("contains a control character (U+%(code)04X)") % {"code": code}
+
+
+def printable(text: str) -> str:
+    """``text`` with what `line_refusal` refuses written as ``\\xNN`` (the byte or the character), to
+    show and to store (NUL cannot be stored in PostgreSQL, a lone surrogate in no UTF-8 text)."""
+    return _UNWANTED.sub(lambda found: f"\\x{ord(found.group()) & 0xFF:02x}", text)
 
 
 def normalise_entry(text: str) -> tuple[str, str]:
     """(registered domain, seed URL or "") of one line of a list; ValueError says why not."""
     text = text.strip()
+    refusal = line_refusal(text)
+    if refusal:
+        raise ValueError(refusal)
     seed = ""
     if "/" in text or ":" in text.replace("::", ""):
         try:
@@ -62,6 +92,7 @@ def normalise_entry(text: str) -> tuple[str, str]:
 class SourceLine:
     number: int
     text: str
+    refusal: str = ""  # why the reader could not even take the line (a CSV row it cannot parse)
 
 
 BOM = b"\xef\xbb\xbf"
@@ -91,18 +122,29 @@ def file_lines(
             position += len(raw)
             if tally is not None:
                 tally.physical = number
-            line = (raw.removeprefix(BOM) if position == len(raw) else raw).decode("utf-8", "replace").strip()
+            # Invalid UTF-8 kept as lone surrogates, for normalise_entry to refuse with the byte.
+            line = raw.removeprefix(BOM) if position == len(raw) else raw
+            line = line.decode("utf-8", "surrogateescape").strip()
             if line and not line.startswith("#"):
                 yield SourceLine(number, line)
 
 
 def _csv_cells(path: str, column: str) -> Iterator[SourceLine]:
-    with open(path, encoding="utf-8-sig", errors="replace", newline="") as stream:
+    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as stream:
         header = stream.readline()
         dialect = csv.Sniffer().sniff(header, delimiters=",;\t") if header.strip() else csv.excel
         names = [name.strip() for name in next(csv.reader([header], dialect))] if header.strip() else []
         index = names.index(column)  # checked when the run was created
-        for number, row in enumerate(csv.reader(stream, dialect), start=2):
+        rows, number = csv.reader(stream, dialect), 1
+        while True:
+            number += 1
+            try:
+                row = next(rows)
+            except StopIteration:
+                return
+            except csv.Error as error:  # a cell over csv.field_size_limit(): the reader goes on after it
+                yield SourceLine(number, "", _("not a CSV row (%(error)s)") % {"error": error})
+                continue
             cell = row[index].strip() if index < len(row) else ""
             if cell:
                 yield SourceLine(number, cell)
@@ -125,18 +167,22 @@ def normalised(lines: Iterator[SourceLine], tally: Tally, *, keep: int) -> Itera
     for line in lines:
         tally.lines += 1
         try:
+            if line.refusal:
+                raise ValueError(line.refusal)
             entry = normalise_entry(line.text)
         except ValueError as error:
             tally.invalid += 1
-            if len(tally.kept) < keep:
-                tally.kept.append((line.number, line.text[:500], str(error)[:500]))
+            if len(tally.kept) < keep:  # as they can be stored and shown: no NUL, no lone surrogate
+                tally.kept.append((line.number, printable(line.text)[:500], printable(str(error))[:500]))
             continue
         tally.accepted += 1
         yield entry
 
 
 def csv_columns(path: str) -> list[str]:
-    with open(path, encoding="utf-8-sig", errors="replace", newline="") as stream:
+    """The names in a CSV file's header (as ``_csv_cells`` reads them: invalid UTF-8 kept as lone
+    surrogates; pass them through ``printable`` to show them)."""
+    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as stream:
         header = stream.readline()
     if not header.strip():
         return []

@@ -54,8 +54,15 @@ from harvest.models import (
     SeedList,
 )
 from harvest.models.domains import DEFAULT_CONFIGURATION, DEFAULT_SEED_LIST, UNLIMITED
+from harvest.preload.limits import (
+    nameserver_policy,
+    nameserver_problem,
+    remove_uploads,
+    store_uploads,
+    upload_folder,
+)
 from harvest.preload.normaliser import PartsReader, rows_from_copy_text
-from harvest.preload.sources import SourceLine, Tally, csv_columns, file_lines, normalised
+from harvest.preload.sources import SourceLine, Tally, csv_columns, file_lines, normalised, printable
 from harvest.services.domains import batches, default_template
 from webarchive.permissions import ADD, CHANGE, require
 
@@ -65,6 +72,7 @@ SELECTION_SOURCE = "selection"
 BATCH = 5000
 INVALID_KEPT = 1000  # invalid lines kept per source (all are counted)
 SOURCE_NAME = re.compile(r"^[\w .()'-]{1,100}$")
+MAX_NAMESERVERS = 10
 STAGES = [
     PreloadRun.Stage.INGEST,
     PreloadRun.Stage.MERGE,
@@ -149,7 +157,11 @@ def preload_create(
             if spec.column not in columns:
                 errors.setdefault("sources", []).append(
                     _("%(path)s has no column “%(column)s” (its columns: %(columns)s).")
-                    % {"path": spec.path, "column": spec.column, "columns": ", ".join(columns) or _("none")}
+                    % {
+                        "path": spec.path,
+                        "column": printable(spec.column),
+                        "columns": printable(", ".join(columns)) or _("none"),
+                    }
                 )
     paths = [str(Path(spec.path).resolve()) for spec in sources]
     if len(set(paths)) != len(paths):
@@ -157,14 +169,16 @@ def preload_create(
     if not sources and not include_selection:
         errors.setdefault("sources", []).append(_("Give at least one list, or take the librarians' records."))
     nameservers = [line.strip() for line in nameservers if line.strip()]
-    if nameservers:
-        from harvest.preload.dns import parse_nameserver
-
+    if len(nameservers) > MAX_NAMESERVERS:
+        errors.setdefault("nameservers", []).append(
+            _("Give at most %(max)d nameservers.") % {"max": MAX_NAMESERVERS}
+        )
+    elif nameservers:
+        policy = nameserver_policy()
         for text in nameservers:
-            try:
-                parse_nameserver(text)
-            except ValueError as error:
-                errors.setdefault("nameservers", []).append(str(error))
+            problem = nameserver_problem(text, policy)
+            if problem:
+                errors.setdefault("nameservers", []).append(problem)
     if dns_timeout <= 0:
         errors.setdefault("dns_timeout", []).append(_("Give a timeout of more than 0 seconds."))
     if errors:
@@ -186,6 +200,38 @@ def preload_create(
     if include_selection:
         PreloadSource.objects.create(run=run, name=SELECTION_SOURCE)
     return run
+
+
+@dataclass(frozen=True)
+class UploadedSource:
+    """A source given as uploaded files (Django ``UploadedFile``), as on the page."""
+
+    name: str
+    files: list
+    column: str = ""
+
+
+def preload_create_from_uploads(
+    *, harvest_definition: HarvestDefinition, uploads: list[UploadedSource], user=None, **options
+) -> PreloadRun:
+    """A new run from uploaded lists, kept in a folder of their own under ``PRELOAD_UPLOAD_DIR``.
+
+    Refused (ValidationError, nothing kept) when the lists hold more than
+    ``PRELOAD_MAX_UPLOAD_BYTES`` together, or when ``preload_create`` refuses the run."""
+    require(user, ADD, PreloadRun)
+    folder = upload_folder()
+    stored = store_uploads([upload for source in uploads for upload in source.files], folder)
+    paths = iter(stored)
+    sources = [
+        SourceSpec(name=source.name, path=str(next(paths)), column=source.column)
+        for source in uploads
+        for _upload in source.files
+    ]
+    try:
+        return preload_create(harvest_definition=harvest_definition, sources=sources, user=user, **options)
+    except BaseException:
+        remove_uploads(stored, folder)
+        raise
 
 
 # Running -------------------------------------------------------------------------------------
@@ -212,11 +258,19 @@ def preload_run(run_id: int, *, progress: Callable[[PreloadRun], None] | None = 
         PreloadRun.objects.filter(pk=run.pk).update(state=PreloadRun.State.STOPPED)
     except Exception as error:
         logger.exception("preload run %s failed in stage %s", run.pk, run.stage)
-        PreloadRun.objects.filter(pk=run.pk).update(state=PreloadRun.State.FAILED, error=str(error)[:2000])
+        PreloadRun.objects.filter(pk=run.pk).update(
+            state=PreloadRun.State.FAILED,
+            error=_storable(str(error))[:2000],
+        )
     else:
         PreloadRun.objects.filter(pk=run.pk).update(state=PreloadRun.State.DONE, ended_at=timezone.now())
     run.refresh_from_db()
     return run
+
+
+def _storable(text: str) -> str:
+    """``text`` as any database stores it: no NUL (PostgreSQL), no lone surrogate (UTF-8)."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def preload_stop(*, run: PreloadRun, user=None) -> PreloadRun:
@@ -480,6 +534,8 @@ def stage_dns(run: PreloadRun, progress) -> None:
     pending = PreloadDomain.objects.filter(run=run, dns=PreloadDomain.Dns.PENDING)
     from harvest.preload.dns import DnsSettings, check_domains, parse_nameserver
 
+    policy = nameserver_policy()  # again where the queries are sent: the settings may have changed
+
     dns_settings = DnsSettings(
         nameservers=tuple(parse_nameserver(text) for text in run.nameserver_list),
         timeout=run.dns_timeout,
@@ -493,7 +549,7 @@ def stage_dns(run: PreloadRun, progress) -> None:
         last = batch[-1][0]
         ids = {name: pk for pk, name in batch}
         live, failed = [], {}
-        for result in check_domains([name for _pk, name in batch], dns_settings):
+        for result in check_domains([name for _pk, name in batch], dns_settings, policy=policy):
             if result.live:
                 live.append(ids[result.name])
             else:

@@ -3,9 +3,6 @@ stop and resume it, read its statistics and invalid lines, take the statistics a
 
 from __future__ import annotations
 
-import uuid
-from pathlib import Path
-
 from django import forms
 from django.conf import settings
 from django.contrib import messages
@@ -13,13 +10,21 @@ from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
 from django.utils import timezone
+from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.generic import DetailView, View
 
 from harvest.choices import HarvestKind
 from harvest.models import HarvestDefinition, PreloadInvalidLine, PreloadRun
-from harvest.services.preload import SourceSpec, preload_create, preload_stop, statistics_rows
+from harvest.preload.limits import UploadLimit, too_large_message
+from harvest.services.preload import (
+    UploadedSource,
+    preload_create_from_uploads,
+    preload_stop,
+    statistics_rows,
+)
 from harvest.views.jobs import htmx_response
 from webarchive.csvfiles import csv_response
 from webarchive.permissions import ADD, CHANGE, VIEW, Area
@@ -71,15 +76,19 @@ class PreloadForm(forms.Form):
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
         label=gettext_lazy("Nameservers"),
-        help_text=gettext_lazy("HOST or HOST:PORT, one per line; empty: the system's."),
+        help_text=gettext_lazy(
+            "IP address or ADDRESS:PORT, one per line, at most 10; empty: the system's. Only addresses"
+            " the crawler may reach (public ones), or those the setting PRELOAD_ALLOWED_NAMESERVERS names."
+        ),
     )
     dns_timeout = forms.FloatField(
         min_value=0.1, max_value=60, initial=2.0, label=gettext_lazy("DNS timeout (s)")
     )
     dns_retries = forms.IntegerField(min_value=0, max_value=10, initial=1, label=gettext_lazy("DNS retries"))
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, refused_uploads: list[tuple[str, str]] = (), **kwargs):
         super().__init__(*args, **kwargs)
+        self.refused_uploads = list(refused_uploads)  # (field, file name) past the upload limit
         for number in range(1, SOURCE_SLOTS + 1):
             self.fields[f"source_{number}"] = forms.CharField(
                 required=False, max_length=100, label=_("Source %(n)d: name") % {"n": number}
@@ -95,11 +104,14 @@ class PreloadForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        for field, file_name in self.refused_uploads:
+            self.add_error(field if field in self.fields else None, too_large_message(file_name))
+        refused = {field for field, _file_name in self.refused_uploads}
         for number in range(1, SOURCE_SLOTS + 1):
             name, files = data.get(f"source_{number}", ""), data.get(f"files_{number}") or []
             if files and not name:
                 self.add_error(f"source_{number}", _("Name the source of these files."))
-            if name and not files:
+            if name and not files and f"files_{number}" not in refused:
                 self.add_error(f"files_{number}", _("Give the files of this source."))
         return data
 
@@ -111,31 +123,37 @@ class PreloadListView(PreloadMixin, ObjectListView):
     columns = ["id", "harvest_definition", "state", "stage", "created_at", "ended_at"]
 
 
+@method_decorator(csrf_exempt, name="dispatch")  # checked in dispatch, once the upload limit is set
 class PreloadStartView(PreloadMixin, ServiceFormView):
     model_permission = (ADD, PreloadRun)
     form_class = PreloadForm
     title = gettext_lazy("Prepare a broad crawl")
     submit_label = gettext_lazy("Start")
 
+    def dispatch(self, request, *args, **kwargs):
+        # The limit must be in the upload handlers before the body is read, and CsrfViewMiddleware
+        # reads it (request.POST) before any view: the CSRF check is made here instead, just after.
+        self.upload_limit = UploadLimit(request, limit=settings.PRELOAD_MAX_UPLOAD_BYTES)
+        request.upload_handlers.insert(0, self.upload_limit)
+        return csrf_protect(super().dispatch)(request, *args, **kwargs)
+
+    def get_form_kwargs(self):
+        return {**super().get_form_kwargs(), "refused_uploads": self.upload_limit.refused}
+
     def perform(self, form):
         data = form.cleaned_data
-        folder = Path(settings.PRELOAD_UPLOAD_DIR) / timezone.now().strftime("%Y%m%d-%H%M%S")
-        sources = []
-        for number in range(1, SOURCE_SLOTS + 1):
-            for upload in data.get(f"files_{number}") or []:
-                folder.mkdir(parents=True, exist_ok=True)
-                target = folder / f"{uuid.uuid4().hex[:8]}-{Path(upload.name).name}"
-                with target.open("wb") as stream:
-                    for chunk in upload.chunks():
-                        stream.write(chunk)
-                sources.append(
-                    SourceSpec(
-                        name=data[f"source_{number}"], path=str(target), column=data[f"column_{number}"]
-                    )
-                )
-        run = preload_create(
+        uploads = [
+            UploadedSource(
+                name=data[f"source_{number}"],
+                files=data[f"files_{number}"],
+                column=data[f"column_{number}"],
+            )
+            for number in range(1, SOURCE_SLOTS + 1)
+            if data.get(f"files_{number}")
+        ]
+        run = preload_create_from_uploads(
             harvest_definition=data["harvest_definition"],
-            sources=sources,
+            uploads=uploads,
             check_dns=data["check_dns"],
             find_redirects=data["find_redirects"],
             include_selection=data["include_selection"],
