@@ -11,11 +11,17 @@ page answer 500). The switch is matplotlib's own, ``text.parse_math`` off in the
 (read when a text is made, tick labels included, which are made while drawing, so drawing is in
 the style too), and ``parse_math=False`` set again on every text of a figure before it is drawn.
 The SVG writer escapes text (``<`` as ``&lt;``), so crawled text cannot bring markup into a page.
+
+The pages' Content-Security-Policy allows no inline style (``style-src 'self'``), and matplotlib
+writes its colours, lines and fonts as CSS (a ``<style>`` rule and ``style=""`` attributes): each
+declaration is rewritten as the SVG presentation attribute of the same name, which draws the same.
 """
 
 from __future__ import annotations
 
 import io
+import re
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 
 import matplotlib
@@ -53,13 +59,47 @@ def _svg(figure: Figure, title: str) -> str:
     buffer = io.StringIO()
     with matplotlib.rc_context(STYLE):
         FigureCanvasSVG(figure).print_svg(buffer, metadata={"Date": None, "Title": title})
-    svg = buffer.getvalue()
-    svg = svg[svg.index("<svg") :]  # inline: no XML declaration nor doctype
-    return svg.replace("<svg ", f'<svg role="img" aria-label="{_attribute(title)}" class="report-chart" ', 1)
+    root = _presentation_attributes(ElementTree.fromstring(buffer.getvalue()))
+    for element in root.iter():  # SVG elements written unprefixed (<svg xmlns="…">, as matplotlib does)
+        element.tag = element.tag.removeprefix(f"{{{_SVG}}}")
+    root.attrib = {"role": "img", "aria-label": title, "class": "report-chart", "xmlns": _SVG, **root.attrib}
+    return ElementTree.tostring(root, encoding="unicode")  # inline: no XML declaration
 
 
-def _attribute(text: str) -> str:
-    return text.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
+_SVG = "http://www.w3.org/2000/svg"
+ElementTree.register_namespace("xlink", "http://www.w3.org/1999/xlink")  # <use xlink:href>, as written
+_RULE_FOR_EVERY_ELEMENT = re.compile(r"\*\s*\{([^{}]*)\}")
+
+
+def _declarations(css: str) -> dict[str, str]:
+    """``"fill: #fff; stroke: none"`` -> ``{"fill": "#fff", "stroke": "none"}``."""
+    pairs = (declaration.partition(":") for declaration in css.split(";") if declaration.strip())
+    return {name.strip(): value.strip() for name, _colon, value in pairs}
+
+
+def _presentation_attributes(root: ElementTree.Element) -> ElementTree.Element:
+    """matplotlib's SVG with its CSS as attributes (fill="…", not style="fill: …"), metadata dropped.
+
+    Its only rule is one for every element (``*{stroke-linejoin: round; …}``) with properties that
+    are inherited: set on the root, they reach every element that does not say otherwise (matplotlib
+    says so on the shapes it draws, not on groups). Any other rule would be lost silently: refused.
+    """
+    every_element: dict[str, str] = {}
+    for parent in list(root.iter()):
+        for child in list(parent):
+            if child.tag == f"{{{_SVG}}}style":
+                css = (child.text or "").strip()
+                rules = _RULE_FOR_EVERY_ELEMENT.findall(css)
+                if _RULE_FOR_EVERY_ELEMENT.sub("", css).strip() or len(rules) != 1:
+                    raise ValueError(f"unexpected CSS in matplotlib's SVG: {css!r}")
+                every_element = _declarations(rules[0])
+                parent.remove(child)
+            elif child.tag == f"{{{_SVG}}}metadata":
+                parent.remove(child)
+    root.attrib.update(every_element)
+    for element in root.iter():
+        element.attrib.update(_declarations(element.attrib.pop("style", "")))
+    return root
 
 
 def _figure(height: float = 3.0) -> Figure:

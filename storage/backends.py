@@ -10,6 +10,12 @@ Writes never leave something that looks complete but is not: the bytes go to a t
 are flushed to disk, read back and hashed, and only a matching copy is renamed to its final name
 (a rename within a directory is atomic). A node's root holds a marker file naming the node, so
 that an unmounted mount point (an empty directory) or someone else's disk is not taken for it.
+
+A node never follows a symbolic link out of its root: a file is read (served to replay, copied,
+audited) only when its real path, links and ``..`` resolved, is under the real path of the root;
+otherwise :class:`OutsideNode` is raised. Links that stay inside the node, and a root that is itself
+a link (a mount point elsewhere), are followed: they are harmless, every read is checked against
+the file's size or checksum anyway, and refusing them would refuse ordinary mount layouts.
 """
 
 from __future__ import annotations
@@ -29,6 +35,10 @@ MARKER = ".webarchive-node"
 
 class NodeUnavailable(OSError):
     """The node's storage cannot be reached (missing directory, wrong marker, I/O error)."""
+
+
+class OutsideNode(OSError):
+    """A path of the node whose real path (symbolic links and ``..`` resolved) is not under its root."""
 
 
 class ChecksumMismatch(OSError):
@@ -95,14 +105,31 @@ class DirectoryBackend:
     def path(self, relative: str) -> Path:
         return self.root / relative
 
+    def real_path(self, relative: str) -> Path:
+        """The real path of a file of the node; raises OutsideNode when it leads out of the root."""
+        root = Path(os.path.realpath(self.root))
+        real = Path(os.path.realpath(self.path(relative)))
+        if not real.is_relative_to(root) or real == root:
+            raise OutsideNode(
+                f"{self.path(relative)} leads out of storage node {self.node_name}'s root {root} "
+                f"(to {real}): not followed"
+            )
+        return real
+
     def exists(self, relative: str) -> bool:
-        return self.path(relative).is_file()
+        try:
+            return self.real_path(relative).is_file()
+        except OutsideNode:
+            return False
 
     def open(self, relative: str) -> BinaryIO:
-        return self.path(relative).open("rb")
+        """The file's bytes, opened for reading; OutsideNode when its real path is not in the node."""
+        # The real path is opened without following a link there, so that a file swapped for a link
+        # between the check and the open is refused too (ELOOP) rather than followed.
+        return open(self.real_path(relative), "rb", opener=_open_no_follow)
 
     def size(self, relative: str) -> int:
-        return self.path(relative).stat().st_size
+        return self.real_path(relative).stat().st_size
 
     def sha256(self, relative: str) -> tuple[str, int]:
         with self.open(relative) as stream:
@@ -117,6 +144,10 @@ class DirectoryBackend:
         final = self.path(relative)
         temporary = final.with_name(final.name + TEMP_SUFFIX)
         final.parent.mkdir(parents=True, exist_ok=True)
+        # Written next to its final name: that directory must be the node's own, not a link out of
+        # it. The final name itself may be a link (a bad replica being repaired): the rename
+        # replaces the link, never writes where it points.
+        self._parent_inside(relative)
         try:
             with temporary.open("wb") as out:
                 shutil.copyfileobj(source, out, CHUNK)
@@ -134,11 +165,29 @@ class DirectoryBackend:
         return size
 
     def delete(self, relative: str) -> None:
+        self._parent_inside(relative)  # a link as the file itself is removed, not what it points to
         self.path(relative).unlink(missing_ok=True)
 
     def leftovers(self) -> list[Path]:
-        """Temporary files of copies that never finished (a killed worker's)."""
-        return sorted(self.root.rglob("*" + TEMP_SUFFIX))
+        """Temporary files of copies that never finished (a killed worker's), inside the node."""
+        found = []
+        for path in self.root.rglob("*" + TEMP_SUFFIX):
+            try:
+                self._parent_inside(str(path.relative_to(self.root)))
+            except OutsideNode:
+                continue
+            found.append(path)
+        return sorted(found)
+
+    def _parent_inside(self, relative: str) -> None:
+        """Raise OutsideNode when the directory of ``relative`` is not the node's own."""
+        parent = str(Path(relative).parent)
+        if parent != ".":
+            self.real_path(parent)
+
+
+def _open_no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW)
 
 
 def _fsync_directory(directory: Path) -> None:

@@ -194,6 +194,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Early, so that every answer gets the Content-Security-Policy header (CONTENT_SECURITY_POLICY).
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -208,6 +210,25 @@ MIDDLEWARE = [
     # Last, as django-axes asks: it turns a lock-out into its response.
     "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy (django-csp) on every answer: everything comes from this site's own static
+# files (Bootstrap, htmx, … from Python packages through whitenoise; no CDN), scripts only from files
+# (no inline <script>, no on…="" handler, no eval), styles only from style sheets (no style="": pages
+# use the classes of static/webarchive/webarchive.css), nothing frames our pages. Bootstrap's CSS draws
+# its small icons (select arrows, close buttons) as data: SVG images. One view widens it for itself:
+# the Swagger UI of the API (webarchive/urls.py). pywb, its own process, sets its own headers.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
 
 ROOT_URLCONF = "webarchive.urls"
 WSGI_APPLICATION = "webarchive.wsgi.application"

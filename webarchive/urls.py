@@ -1,8 +1,9 @@
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from storage.views import replay_endpoints
 from webarchive import views
@@ -21,8 +22,18 @@ urlpatterns = [
     path("cdx", replay_endpoints.cdx, name="cdx"),
     path("warcs/<path:filename>", replay_endpoints.warc_bytes, name="warc_bytes"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    # The docs page is for people: send them to the login page, not a 401.
-    path("api/docs/", login_required(SpectacularSwaggerView.as_view(url_name="api-schema")), name="api-docs"),
+    # The docs page is for people: send them to the login page, not a 401. Its script is a file of its
+    # own (the split view: the page's script is ?script), but its page keeps a <style> block: styles
+    # may be inline on this page alone (settings.CONTENT_SECURITY_POLICY).
+    path(
+        "api/docs/",
+        login_required(
+            csp_update({"style-src": ["'unsafe-inline'"]})(
+                SpectacularSwaggerSplitView.as_view(url_name="api-schema")
+            )
+        ),
+        name="api-docs",
+    ),
     path("api/", include("webarchive.api.urls")),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),

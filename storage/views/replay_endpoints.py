@@ -25,8 +25,10 @@ from django.views.decorators.http import require_safe
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
+from storage.backends import OutsideNode
 from storage.cdx import CdxQuery, CdxQueryError, captures_lookup
 from storage.models import Capture, WarcFile
+from storage.services.replication import good_replicas
 from webarchive.permissions import VIEW, can
 
 logger = logging.getLogger(__name__)
@@ -167,6 +169,17 @@ def _open_warc(warc: WarcFile):
         return None
 
 
+def _links_out(warc: WarcFile) -> list[str]:
+    """Why good replicas of the file were not read: those whose path leads out of their node."""
+    reasons = []
+    for replica in good_replicas(warc).select_related("node"):
+        try:
+            replica.node.backend_instance().real_path(replica.relative_path)
+        except OutsideNode as refusal:
+            reasons.append(str(refusal))
+    return reasons
+
+
 @archive_reader(WarcFile)
 def warc_bytes(request, filename: str):
     """The bytes of a WARC file of the archive, whole or one HTTP range (for pywb's archive_paths)."""
@@ -176,6 +189,10 @@ def warc_bytes(request, filename: str):
     if warc is None:
         return _text(_("No WARC file of this name."), 404)
     stream = _open_warc(warc)
+    if stream is None and (links_out := _links_out(warc)):
+        # Not a passing outage: what is there is not the archive's file, and is never served.
+        logger.error("WARC file %s refused: %s", warc.name, "; ".join(links_out))
+        return _text(_("No WARC file of this name."), 404)
     if stream is None:
         logger.error("WARC file %s is registered at %s but is not there", warc.name, warc.path)
         return _text(

@@ -307,6 +307,28 @@ def test_every_kind_of_chart_draws_its_text_as_plain_text(kind):
     assert "&lt;script&gt;x&lt;/script&gt;" in svg and "a &amp; b" in svg
 
 
+@pytest.mark.parametrize("kind", ["bar", "pie", "line"])
+def test_charts_carry_no_css_the_pages_policy_would_refuse(kind):
+    """style-src 'self': a <style> element or a style="" attribute in an inline chart is not applied."""
+    values = [3, 2, 1]
+    if kind == "line":
+        svg = report_charts.line_chart(["2024", "2025", "2026"], {"URLs": values}, title="Trend")
+    else:
+        draw = report_charts.bar_chart if kind == "bar" else report_charts.pie_chart
+        svg = draw(['a style="fill: red"', "b", "c"], values, title="Shares")
+    chart = HTMLParser(svg)
+    assert chart.css("style") == [] and chart.css("[style]") == []
+    root = chart.css_first("svg.report-chart")
+    assert root.attributes["stroke-linejoin"] == "round"  # matplotlib's rule for every element
+    colours = {node.attributes.get("fill") for node in chart.css("path")} | {
+        node.attributes.get("stroke") for node in chart.css("path")
+    }
+    assert report_charts.COLOURS[0].lower() in colours  # the data drawn in the first colour
+    assert any(node.attributes.get("font-size") for node in chart.css("text"))
+    if kind != "line":
+        assert 'a style="fill: red"' in [node.text() for node in chart.css("text")]  # text stays text
+
+
 def exported_tables(client, year: int) -> dict[str, list[list[str]]]:
     url = reverse("reports:statistics")
     tables = {
