@@ -14,6 +14,7 @@ import idna
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext as _
 
+from webarchive.patterns import PatternError, compile_user_pattern
 from webarchive.urlnorm import InvalidURL, _extractor, normalise_url
 
 _LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
@@ -99,17 +100,19 @@ def meaningful_lines(text: str) -> list[tuple[int, str]]:
 
 
 def validate_trap_lines(text: str) -> None:
-    """Each crawler trap (one regular expression per line) must compile."""
+    """Each crawler trap or accept/reject rule (one regular expression per line) must be one RE2 can run.
+
+    RE2 is what the crawler matches them with (see :mod:`webarchive.patterns`): in time proportional
+    to the URL; back-references and look-around are refused here, with the reason.
+    """
     errors = []
     for number, pattern in meaningful_lines(text):
         try:
-            re.compile(pattern)
-        except re.error as error:
+            compile_user_pattern(pattern)
+        except PatternError as error:
             errors.append(
                 ValidationError(
-                    _("Line %(line)d: “%(pattern)s” is not a valid regular expression (%(error)s).")
-                    % {"line": number, "pattern": pattern, "error": error},
-                    code="invalid_trap",
+                    _("Line %(line)d: %(error)s") % {"line": number, "error": error}, code="invalid_trap"
                 )
             )
     if errors:

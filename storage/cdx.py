@@ -25,7 +25,10 @@ client that matters (``index: cdx+http://…/cdx``):
   (calendar and fuzzy-match queries);
 - ``filter`` is ``[!][=|~]field:value``: contains by default, ``=`` exact,
   ``~`` regular expression matched at the start, ``!`` negates; a filter
-  without a field applies to the whole CDXJ line;
+  without a field applies to the whole CDXJ line. Regular expressions are
+  RE2's (:mod:`webarchive.patterns`), not Python's as in pywb: they run in
+  time proportional to the text, and back-references and look-around are
+  refused with a 400 saying so;
 - an empty parameter is an absent one (pywb sends ``closest=`` and
   ``matchType=`` empty); parameters this server does not know are ignored.
 
@@ -42,7 +45,6 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -54,6 +56,7 @@ from warcio.timeutils import timestamp_to_datetime
 
 from storage.models import Capture
 from storage.warcindex import Entry, cdxj_line, url_key
+from webarchive.patterns import PatternError, compile_user_pattern
 
 MATCH_TYPES = ("exact", "prefix", "host", "domain")
 SORTS = ("reverse", "closest")
@@ -102,7 +105,7 @@ class CdxFilter:
     value: str
     mode: str  # "contains", "exact" or "regex"
     negate: bool
-    regex: re.Pattern | None = None
+    regex: object | None = None  # the compiled RE2 pattern of a "~" filter
 
     @classmethod
     def parse(cls, text: str) -> CdxFilter:
@@ -129,11 +132,10 @@ class CdxFilter:
         regex = None
         if mode == "regex":
             try:
-                regex = re.compile(value)
-            except re.error as error:
+                regex = compile_user_pattern(value)  # RE2: linear time, whatever the pattern
+            except PatternError as error:
                 raise CdxQueryError(
-                    _("filter=%(filter)s: %(value)s is not a valid regular expression (%(error)s).")
-                    % {"filter": text, "value": value, "error": error}
+                    _("filter=%(filter)s: %(error)s") % {"filter": text, "error": error}
                 ) from None
         return cls(text=text, field=field, value=value, mode=mode, negate=negate, regex=regex)
 

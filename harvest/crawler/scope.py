@@ -14,19 +14,26 @@ The depth policies are ``harvest.choices.DepthPolicy`` values:
 Precedence: reject rules and trap rules win over everything, then the hop
 limit, then seeds are always in scope, then the policy, and an accept rule
 brings an otherwise out-of-scope URL in. All rules are regular expressions
-searched in the canonical URL.
+searched in the canonical URL, by RE2: in time proportional to the URL,
+whatever the rule (the URLs come from crawled sites, the rules from users).
+A rule RE2 cannot run (a back-reference, a look-around, saved before rules
+were checked with RE2) is skipped, logged and listed in ``skipped_rules``:
+one bad rule does not stop a crawl.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import re
+import logging
 from collections.abc import Iterable
 from functools import cache
 
+import re2
 import tldextract
 
 from .urls import canonicalize, host_of
+
+logger = logging.getLogger(__name__)
 
 POLICIES = ("page", "clicks", "path", "host", "domain")
 CLICK_HOPS = frozenset("LM")
@@ -35,6 +42,8 @@ OUT_OF_SCOPE = "out-of-scope"
 MAX_HOPS = "max-hops"
 REJECTED = "rejected"
 TRAP = "trap"
+# RE2's memory for one rule: webarchive.patterns.MAX_MEMORY, which validated it (a test keeps them equal).
+RULE_MAX_MEMORY = 8 << 20
 
 
 @cache
@@ -75,14 +84,30 @@ def _path(canonical_url: str) -> str:
     return after_scheme[start:].partition("?")[0] if start >= 0 else "/"
 
 
-def _compile(rules: Iterable[str], kind: str) -> list[re.Pattern]:
-    compiled = []
-    for rule in rules:
-        try:
-            compiled.append(re.compile(rule))
-        except re.error as error:
-            raise ValueError(f"Invalid {kind} rule {rule!r}: {error}") from error
-    return compiled
+def compile_rule(rule: str):
+    """A curator's rule compiled by RE2: matched in time proportional to the URL, whatever the rule.
+
+    ``re2.error`` if RE2 cannot run it (back-references, look-around…). The rules were validated by
+    ``webarchive.patterns`` when they were saved, with the same memory bound.
+    """
+    options = re2.Options()
+    options.max_mem = RULE_MAX_MEMORY
+    options.log_errors = False
+    options.never_capture = True  # only whether a rule matches is asked
+    return re2.compile(rule, options)
+
+
+def _any_match(rules: list, url: str) -> bool:
+    if not rules:
+        return False
+    # Encoded once for all the rules; "surrogatepass": a URL that is not canonical may hold a lone one.
+    text = url.encode("utf-8", "surrogatepass")
+    return any(rule.search(text) for rule in rules)
+
+
+def _error_text(error: re2.error) -> str:
+    message = error.args[0] if error.args else ""
+    return message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
 
 
 class Scope:
@@ -105,9 +130,11 @@ class Scope:
         self.policy = policy
         self.clicks = clicks
         self.max_hops = max_hops
-        self._accept = _compile(accept, "accept")
-        self._reject = _compile(reject, "reject")
-        self._traps = _compile(traps, "trap")
+        # Rules RE2 cannot run (saved before rules were checked with RE2): skipped, not fatal to the crawl.
+        self.skipped_rules: list[dict[str, str]] = []
+        self._accept = self._compile(accept, "accept")
+        self._reject = self._compile(reject, "reject")
+        self._traps = self._compile(traps, "trap")
         self._seeds: set[str] = set()
         self._hosts: set[str] = set()
         self._directories: set[tuple[str, str]] = set()
@@ -117,6 +144,17 @@ class Scope:
             self._domains.add(_hostname(host_of(canonical_domain)) if canonical_domain else domain.lower())
         for seed in seeds:
             self.add_seed(seed)
+
+    def _compile(self, rules: Iterable[str], kind: str) -> list:
+        compiled = []
+        for rule in rules:
+            try:
+                compiled.append(compile_rule(rule))
+            except re2.error as error:
+                reason = _error_text(error)
+                self.skipped_rules.append({"kind": kind, "rule": rule, "error": reason})
+                logger.warning("%s rule %r skipped: RE2 cannot run it (%s)", kind, rule, reason)
+        return compiled
 
     def add_seed(self, url: str) -> None:
         """Make ``url`` a seed (e.g. the target of a seed's redirect): always in scope, and a scope root."""
@@ -147,7 +185,7 @@ class Scope:
             return MAX_HOPS
         if canonical in self._seeds or self._within_policy(canonical, hop_path):
             return None
-        if any(rule.search(canonical) for rule in self._accept):
+        if _any_match(self._accept, canonical):
             return None
         return OUT_OF_SCOPE
 
@@ -156,9 +194,9 @@ class Scope:
         return self._blocked(canonicalize(url) or url)
 
     def _blocked(self, canonical: str) -> str | None:
-        if any(rule.search(canonical) for rule in self._reject):
+        if _any_match(self._reject, canonical):
             return REJECTED
-        if any(rule.search(canonical) for rule in self._traps):
+        if _any_match(self._traps, canonical):
             return TRAP
         return None
 

@@ -219,10 +219,46 @@ def test_invalid_seeds_are_ignored():
 def test_bad_configuration_is_refused():
     with pytest.raises(ValueError, match="depth policy"):
         Scope(seeds=[SEED], policy="everything")
-    with pytest.raises(ValueError, match="reject"):
-        Scope(seeds=[SEED], policy="host", reject=["(unclosed"])
-    with pytest.raises(ValueError, match="trap"):
-        Scope(seeds=[SEED], policy="host", traps=["[z-a]"])
+
+
+def test_rules_re2_cannot_run_are_skipped_and_listed_not_fatal(caplog):
+    # Saved before rules were checked with RE2: one bad rule must not stop the crawl of a site.
+    rules = scope(
+        "host",
+        accept=[r"(?=cdn\.)", r"^http://cdn\.example\.net/"],
+        reject=["(unclosed", r"(\w+)/\1/", r"\.exe$"],
+        traps=["[z-a]", r"/calendar/"],
+    )
+    assert rules.skipped_rules == [
+        {"kind": "accept", "rule": r"(?=cdn\.)", "error": "invalid perl operator: (?="},
+        {"kind": "reject", "rule": "(unclosed", "error": "missing ): (unclosed"},
+        {"kind": "reject", "rule": r"(\w+)/\1/", "error": "invalid escape sequence: \\1"},
+        {"kind": "trap", "rule": "[z-a]", "error": "invalid character class range: z-a"},
+    ]
+    assert "reject rule '(unclosed' skipped: RE2 cannot run it" in caplog.text
+    # The others apply.
+    assert rules.decide("http://www.example.com/setup.exe", "L") == "rejected"
+    assert rules.decide("http://www.example.com/calendar/", "L") == "trap"
+    assert rules.decide("http://cdn.example.net/a.js", "L") is None
+    assert rules.decide("http://www.example.com/a/a/", "L") is None
+
+
+@pytest.mark.timeout(30)
+def test_rules_run_in_linear_time_on_hostile_urls():
+    # Python's re takes hours on these (2**80 ways to split the path); RE2 answers at once.
+    hostile = "http://www.example.com/" + "a" * 80
+    rules = scope("page", reject=[r"(a+)+!"], traps=[r"(.*a){30}x"], accept=[r"(\w+)+\.exe"])
+    assert rules.skipped_rules == []
+    assert rules.decide(hostile, "L") == "out-of-scope"
+    assert rules.is_trap_or_rejected(hostile) is None
+    assert rules.decide(hostile + "!", "L") == "rejected"
+    assert rules.decide(hostile + "x", "L") == "trap"
+
+
+def test_rules_match_urls_that_are_not_valid_unicode():
+    # A requisite's URL that cannot be canonicalised is matched as it is, lone surrogate included.
+    rules = scope("page", reject=["caf"])
+    assert rules.is_trap_or_rejected("http://www.example.com:99999/caf\udce9") == "rejected"
 
 
 @settings(max_examples=200, deadline=None)

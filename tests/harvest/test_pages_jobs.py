@@ -7,6 +7,7 @@ real crawl would have written.
 """
 
 import hashlib
+import html
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -241,7 +242,7 @@ def test_sites_are_filtered_by_state_and_domain(as_engineer, job):
 def test_an_engineer_stops_a_running_job(as_engineer, job):
     running = run(job, "alpha.fr", urls_done=12, urls_queued=50, bytes=4096)
     page = as_engineer.get(job.get_absolute_url()).content.decode()
-    assert 'id="job-stop"' in page and "confirm(" in page
+    assert 'id="job-stop"' in page and "data-confirm=" in page
 
     response = as_engineer.post(reverse("harvest:job_stop", args=[job.pk]), follow=True)
     assert response.redirect_chain[-1][0] == job.get_absolute_url()
@@ -368,10 +369,53 @@ def test_the_crawl_log_is_searched_by_domain_and_pattern(as_curator, job):
 def test_a_bad_regular_expression_is_explained_not_a_crash(as_curator, job):
     write_crawl_log(job, [(200, "http://alpha.fr/", "alpha.fr")])
     response = as_curator.get(job.get_absolute_url(), {"log_domain": "", "log_pattern": "(unclosed"})
-    assert response.status_code == 200
+    assert response.status_code == 400  # the job page, with the search saying what is wrong
     text = page_text(response)
-    assert "“(unclosed” is not a valid regular expression: missing ), unterminated subpattern" in text
+    assert "“(unclosed” is not a valid regular expression: missing ): (unclosed." in text
     assert log_lines(response) == []
+
+
+# Ordinary crawl log lines, and a URL a backtracking engine takes hours over with these patterns.
+ORDINARY_LINES = [(200, f"http://alpha.fr/section/page-{n}.html", "alpha.fr") for n in range(50)]
+LONG_LINE = (404, "http://beta.fr/" + "a" * 60, "beta.fr")
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"(\S+)+!", []),  # ordinary lines are enough for Python's re to take minutes
+        ("(a+)+$", []),  # every line ends with "-" (no annotation)
+        (r"(a+)+ L", ["http://beta.fr/" + "a" * 60]),
+        (r"(.*a){25}x", []),
+        (r"(.*a){25}\.fr", ["http://beta.fr/" + "a" * 60]),
+    ],
+)
+def test_catastrophic_patterns_search_the_crawl_log_at_once(as_curator, job, pattern, expected):
+    write_crawl_log(job, [*ORDINARY_LINES, LONG_LINE])
+    response = as_curator.get(job.get_absolute_url(), {"log_domain": "", "log_pattern": pattern})
+    assert response.status_code == 200
+    assert [line.split()[3] for line in log_lines(response)] == expected
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        (r"(a)\1", "back-references (\\1, (?P=name)) are not supported"),
+        (r"alpha(?!\.fr)", "look-ahead and look-behind ((?=…), (?!…), (?<=…), (?<!…)) are not supported"),
+        (r"(?<=/)page", "look-ahead and look-behind"),
+        (r"(?>a+)+!", "atomic groups and possessive quantifiers"),
+        ("x" * 1001, "The regular expression is too long: 1001 characters, at most 1000."),
+    ],
+)
+def test_patterns_re2_cannot_run_are_refused_with_the_reason(as_curator, job, pattern, reason):
+    write_crawl_log(job, [*ORDINARY_LINES, LONG_LINE])
+    response = as_curator.get(job.get_absolute_url(), {"log_domain": "", "log_pattern": pattern})
+    assert response.status_code == 400
+    assert log_lines(response) == []
+    error = re.search(r'id="crawl-log-error">(.*?)</div>', response.content.decode(), re.S)
+    assert error and reason in html.unescape(error[1]), error
 
 
 def test_a_job_without_a_crawl_log_says_so(as_curator, job):

@@ -396,6 +396,13 @@ def test_a_curator_creates_a_snapshot_definition_continuing_another(as_curator, 
         ({"schedule": ""}, "schedule", "A selective harvest needs a schedule."),
         ({"name": ""}, "name", "This field is required."),
         ({"crawler_traps": "(unclosed"}, "crawler_traps", None),
+        (
+            {"crawler_traps": "/print/\n/(\\d+)/\\1/"},
+            "crawler_traps",
+            "Line 2: “/(\\d+)/\\1/” cannot be used: back-references (\\1, (?P=name)) are not supported: "
+            "patterns are RE2 regular expressions, which run in time proportional to the text, and this "
+            "feature needs a backtracking engine that can take exponential time.",
+        ),
     ],
 )
 def test_a_bad_selective_definition_is_refused_and_nothing_is_saved(

@@ -24,6 +24,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from storage.services.indexing import warc_file_index
+from storage.services.replay import replay_account_ensure
 from tests.access import user_for
 from webarchive.permissions import Role
 
@@ -411,7 +412,7 @@ def test_a_pywb_remote_index_request_parses_with_pywb(archive, reader):
         ({"url": "example.com", "filter": "colour:red"}, "filter=colour:red: unknown field colour"),
         (
             {"url": "example.com", "filter": "~url:(unclosed"},
-            "filter=~url:(unclosed: (unclosed is not a valid",
+            "filter=~url:(unclosed: “(unclosed” is not a valid regular expression: missing ): (unclosed.",
         ),
         ({"url": "example.com", "output": "xml"}, "output=xml: must be one of cdxj, json"),
         ({"url": "example.com", "fl": "url,colour"}, "fl=url,colour: unknown field colour"),
@@ -424,6 +425,73 @@ def test_bad_parameters_are_refused_with_a_clear_message(archive, reader, params
     text = response.content.decode()
     assert message in text, text
     assert text.count("\n") == 1 and text.endswith("\n")
+
+
+# -- hostile regular expressions --------------------------------------------------------------------
+
+# A URL long enough for a backtracking engine to take hours on the patterns below (2**60 ways to split it).
+LONG_URL = "http://example.com/" + "a" * 60
+
+
+@pytest.fixture
+def long_url(archive, tmp_path):
+    warc_file_index(
+        path=write_warc(tmp_path / "long.warc.gz", [(LONG_URL, "20240101000000", 200, "text/html", b"a")])
+    )
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("filters", "expected"),
+    [
+        (["~url:(.+)+!"], []),  # every way to split the URL, with Python's re
+        (["!~url:(.+)+!"], ["/", "/about", "/logo.png", "/page?x=1", "/" + "a" * 60]),
+        (["~url:http://example\\.com/(a+)+!"], []),
+        (["~url:http://example\\.com/(a+)+$"], ["/" + "a" * 60]),
+        (["~(\\S+)+!"], []),  # no field: the whole CDXJ line
+        (["~url:(.*a){25}x"], []),
+    ],
+)
+def test_catastrophic_filters_answer_at_once(long_url, reader, filters, expected):
+    found = lines(cdx(reader, url="example.com/*", filter=filters))
+    paths = {fields["url"].removeprefix("http://example.com") for _key, _stamp, fields in found}
+    assert sorted(paths) == sorted(expected)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(a)\\1", "back-references (\\1, (?P=name)) are not supported"),
+        ("(?P<x>a+)(?P=x)", "back-references (\\1, (?P=name)) are not supported"),
+        ("(?!http).*", "look-ahead and look-behind"),
+        (".*(?<!\\.png)$", "look-ahead and look-behind"),
+        ("(?>a+)+b", "atomic groups and possessive quantifiers"),
+        ("a{1001}", "too large"),
+    ],
+)
+def test_filters_re2_cannot_run_are_refused_saying_why(long_url, reader, pattern, reason):
+    response = cdx(reader, url="example.com/*", filter=f"~url:{pattern}")
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert text.startswith(f"filter=~url:{pattern}: “{pattern}” cannot be used: ") and reason in text, text
+    assert "RE2" in text
+
+
+def test_a_too_long_filter_is_refused(archive, reader):
+    response = cdx(reader, url="example.com", filter="~url:" + "a" * 1001)
+    assert response.status_code == 400
+    assert "too long: 1001 characters, at most 1000" in response.content.decode()
+
+
+@pytest.mark.timeout(30)
+def test_the_replay_account_gets_the_same_bounded_filters(long_url, client):
+    token = replay_account_ensure()
+    headers = {"Authorization": f"Token {token}"}
+    response = client.get(reverse("cdx"), {"url": "example.com/*", "filter": "~url:(.+)+!"}, headers=headers)
+    assert lines(response) == []
+    response = client.get(reverse("cdx"), {"url": "example.com/*", "filter": "~url:(.)\\1"}, headers=headers)
+    assert response.status_code == 400 and "back-references" in response.content.decode()
 
 
 # -- who may ask ------------------------------------------------------------------------------------
