@@ -1,7 +1,5 @@
 """Filters of the planning side, shared by the HTML lists and the REST API."""
 
-import re
-
 import django_filters
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
@@ -23,9 +21,10 @@ from harvest.models import (
 )
 from selection.filtersets import yes_no_filter
 from selection.models import Collection
+from webarchive.filters import FilterSet, IdChoiceFilter, IdFilter, IntegerFilter, wildcard_match
 
 
-class DomainFilterSet(django_filters.FilterSet):
+class DomainFilterSet(FilterSet):
     """Find domains by name, comment or crawler trap (NetarchiveSuite's "find domains")."""
 
     q = django_filters.CharFilter(
@@ -45,12 +44,11 @@ class DomainFilterSet(django_filters.FilterSet):
     def search(self, queryset, name, value):
         value = value.strip().lower()
         if "*" in value:
-            pattern = "^" + ".*".join(re.escape(part) for part in value.split("*")) + "$"
-            return queryset.filter(name__regex=pattern)
+            return queryset.filter(wildcard_match("name", value))
         return queryset.filter(name__contains=value)
 
 
-class SeedListFilterSet(django_filters.FilterSet):
+class SeedListFilterSet(FilterSet):
     domain = django_filters.CharFilter(field_name="domain__name", label=_("Domain"))
 
     class Meta:
@@ -58,16 +56,16 @@ class SeedListFilterSet(django_filters.FilterSet):
         fields = ["domain", "name"]
 
 
-class ConfigurationFilterSet(django_filters.FilterSet):
+class ConfigurationFilterSet(FilterSet):
     domain = django_filters.CharFilter(field_name="domain__name", lookup_expr="icontains", label=_("Domain"))
     name = django_filters.CharFilter(lookup_expr="icontains", label=_("Name"))
-    template = django_filters.ModelChoiceFilter(queryset=HarvestTemplate.objects.all(), label=_("Template"))
-    harvest_definition = django_filters.ModelChoiceFilter(
+    template = IdChoiceFilter(queryset=HarvestTemplate.objects.all(), label=_("Template"))
+    harvest_definition = IdChoiceFilter(
         field_name="harvest_definitions",
         queryset=HarvestDefinition.objects.all(),
         label=_("Harvest definition"),
     )
-    source_collection = django_filters.ModelChoiceFilter(
+    source_collection = IdChoiceFilter(
         queryset=Collection.objects.all(), label=_("Transferred from collection")
     )
 
@@ -76,7 +74,7 @@ class ConfigurationFilterSet(django_filters.FilterSet):
         fields = ["domain", "name", "template", "harvest_definition", "source_collection"]
 
 
-class TemplateFilterSet(django_filters.FilterSet):
+class TemplateFilterSet(FilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains", label=_("Name"))
     is_active = yes_no_filter(_("Active"))
 
@@ -85,7 +83,7 @@ class TemplateFilterSet(django_filters.FilterSet):
         fields = ["name", "is_active", "depth_policy", "render"]
 
 
-class ScheduleFilterSet(django_filters.FilterSet):
+class ScheduleFilterSet(FilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains", label=_("Name"))
 
     class Meta:
@@ -93,24 +91,24 @@ class ScheduleFilterSet(django_filters.FilterSet):
         fields = ["name", "unit"]
 
 
-class ChannelFilterSet(django_filters.FilterSet):
+class ChannelFilterSet(FilterSet):
     class Meta:
         model = HarvestChannel
         fields = ["is_snapshot", "queue"]
 
 
-class HarvestDefinitionFilterSet(django_filters.FilterSet):
+class HarvestDefinitionFilterSet(FilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains", label=_("Name"))
     kind = django_filters.ChoiceFilter(choices=HarvestKind.choices, label=_("Kind"))
     is_active = yes_no_filter(_("Active"))
-    channel = django_filters.ModelChoiceFilter(queryset=HarvestChannel.objects.all(), label=_("Channel"))
+    channel = IdChoiceFilter(queryset=HarvestChannel.objects.all(), label=_("Channel"))
 
     class Meta:
         model = HarvestDefinition
         fields = ["name", "kind", "is_active", "channel", "schedule"]
 
 
-class TrapListFilterSet(django_filters.FilterSet):
+class TrapListFilterSet(FilterSet):
     is_active = yes_no_filter(_("Active"))
 
     class Meta:
@@ -118,29 +116,29 @@ class TrapListFilterSet(django_filters.FilterSet):
         fields = ["is_active"]
 
 
-class TransferReportFilterSet(django_filters.FilterSet):
+class TransferReportFilterSet(FilterSet):
     class Meta:
         model = TransferReport
         fields = ["collection", "harvest_definition"]
 
 
-class JobFilterSet(django_filters.FilterSet):
+class JobFilterSet(FilterSet):
     """Jobs by status, harvest definition, run, dates and id range."""
 
     status = django_filters.MultipleChoiceFilter(choices=JobStatus.choices, label=_("Status"))
-    harvest_definition = django_filters.ModelChoiceFilter(
+    harvest_definition = IdChoiceFilter(
         queryset=HarvestDefinition.objects.all(), label=_("Harvest definition")
     )
-    run = django_filters.NumberFilter(field_name="run_number", label=_("Run"))
-    channel = django_filters.ModelChoiceFilter(queryset=HarvestChannel.objects.all(), label=_("Channel"))
+    run = IntegerFilter(field_name="run_number", label=_("Run"))
+    channel = IdChoiceFilter(queryset=HarvestChannel.objects.all(), label=_("Channel"))
     created_after = django_filters.DateFilter(
         field_name="created_at", lookup_expr="date__gte", label=_("Created from")
     )
     created_before = django_filters.DateFilter(
         field_name="created_at", lookup_expr="date__lte", label=_("Created until")
     )
-    id_min = django_filters.NumberFilter(field_name="pk", lookup_expr="gte", label=_("From id"))
-    id_max = django_filters.NumberFilter(field_name="pk", lookup_expr="lte", label=_("To id"))
+    id_min = IdFilter(field_name="pk", lookup_expr="gte", label=_("From id"))
+    id_max = IdFilter(field_name="pk", lookup_expr="lte", label=_("To id"))
     domain = django_filters.CharFilter(method="with_domain", label=_("Domain"))
 
     class Meta:
@@ -151,7 +149,7 @@ class JobFilterSet(django_filters.FilterSet):
         return queryset.filter(Q(configurations__domain__name=value.strip().lower())).distinct()
 
 
-class SiteCrawlFilterSet(django_filters.FilterSet):
+class SiteCrawlFilterSet(FilterSet):
     """The site crawls of one job by state, stop reason and domain (the job page and its API)."""
 
     state = django_filters.MultipleChoiceFilter(choices=SiteState.choices, label=_("State"))
@@ -171,26 +169,26 @@ class SiteCrawlFilterSet(django_filters.FilterSet):
         return super().filter_queryset(queryset)
 
 
-class StatisticsFilterSet(django_filters.FilterSet):
+class StatisticsFilterSet(FilterSet):
     """Job statistics by period, harvest definition, collection and kind of crawl (reports, API, CSV).
 
     Without a collection, the rows are whole jobs; with one, the shares of the jobs' sites
     selected in that collection.
     """
 
-    year = django_filters.NumberFilter(field_name="year", label=_("Year"), min_value=1990, max_value=9999)
+    year = IntegerFilter(field_name="year", label=_("Year"), min_value=1990, max_value=9999)
     ended_after = django_filters.DateFilter(
         field_name="ended_at", lookup_expr="date__gte", label=_("Ended from")
     )
     ended_before = django_filters.DateFilter(
         field_name="ended_at", lookup_expr="date__lte", label=_("Ended until")
     )
-    harvest_definition = django_filters.ModelChoiceFilter(
+    harvest_definition = IdChoiceFilter(
         queryset=HarvestDefinition.objects.order_by("name"),
         label=_("Harvest definition"),
         empty_label=_("any"),
     )
-    collection = django_filters.ModelChoiceFilter(
+    collection = IdChoiceFilter(
         queryset=Collection.objects.order_by("name"),
         label=_("Collection"),
         empty_label=_("any (whole jobs)"),
@@ -198,8 +196,8 @@ class StatisticsFilterSet(django_filters.FilterSet):
     kind = django_filters.ChoiceFilter(
         choices=HarvestKind.choices, label=_("Kind of crawl"), empty_label=_("any")
     )
-    run = django_filters.NumberFilter(field_name="run__number", label=_("Run"), min_value=1)
-    job = django_filters.NumberFilter(field_name="job", label=_("Job"), min_value=1)
+    run = IntegerFilter(field_name="run__number", label=_("Run"), min_value=1)
+    job = IdFilter(field_name="job", label=_("Job"))
 
     class Meta:
         model = JobStatistics

@@ -1,18 +1,17 @@
 """Filters shared by the HTML lists, the REST API and CSV export."""
 
 import django_filters
-from django import forms
 from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from selection.choices import Budget, CheckStatus, Depth, Frequency, RecordStatus
 from selection.models import Collection, Keyword, Record, Theme
+from webarchive.filters import BooleanFilter, FilterSet, IdChoiceFilter, IdMultipleChoiceFilter
 
 
 def yes_no_filter(label, **options):
     """A yes/no filter whose empty choice reads "any", not django-filter's "Unknown"."""
-    choices = [("", _("any")), ("true", _("yes")), ("false", _("no"))]
-    return django_filters.BooleanFilter(label=label, widget=forms.Select(choices=choices), **options)
+    return BooleanFilter(label=label, **options)
 
 
 class UserOrMeFilter(django_filters.CharFilter):
@@ -27,7 +26,7 @@ class UserOrMeFilter(django_filters.CharFilter):
         return qs.filter(**{f"{self.field_name}__username": value})
 
 
-class CollectionFilterSet(django_filters.FilterSet):
+class CollectionFilterSet(FilterSet):
     q = django_filters.CharFilter(method="search", label=_("Search"))
     member = UserOrMeFilter(field_name="members", label=_("Member"), help_text=_("A username, or “me”."))
     is_active = yes_no_filter(_("Active"))
@@ -40,17 +39,13 @@ class CollectionFilterSet(django_filters.FilterSet):
         return queryset.filter(Q(name__icontains=value) | Q(description__icontains=value))
 
 
-class RecordFilterSet(django_filters.FilterSet):
+class RecordFilterSet(FilterSet):
     q = django_filters.CharFilter(method="search", label=_("Text"), help_text=_("In the URL and the notes."))
-    collection = django_filters.ModelMultipleChoiceFilter(
-        queryset=Collection.objects.all(), label=_("Collection")
-    )
+    collection = IdMultipleChoiceFilter(queryset=Collection.objects.all(), label=_("Collection"))
     responsible = UserOrMeFilter(
         field_name="responsible", label=_("Responsible"), help_text=_("A username, or “me”.")
     )
-    theme = django_filters.ModelChoiceFilter(
-        queryset=Theme.objects.select_related("collection"), label=_("Theme")
-    )
+    theme = IdChoiceFilter(queryset=Theme.objects.select_related("collection"), label=_("Theme"))
     keyword = django_filters.ModelChoiceFilter(
         field_name="keywords", queryset=Keyword.objects.all(), label=_("Keyword"), to_field_name="name"
     )

@@ -5,14 +5,13 @@ from django.utils.translation import gettext_lazy as _
 
 from selection.filtersets import yes_no_filter
 from storage.models import Capture, StorageEvent, StorageNode
+from webarchive.filters import FilterSet, IdChoiceFilter, IntegerFilter
 
 
-class CaptureFilterSet(django_filters.FilterSet):
+class CaptureFilterSet(FilterSet):
     """Captures by HTTP status, MIME type and record type (exact values, as the counts show them)."""
 
-    status = django_filters.NumberFilter(
-        field_name="status", label=_("HTTP status"), min_value=0, max_value=999
-    )
+    status = IntegerFilter(field_name="status", label=_("HTTP status"), min_value=0, max_value=999)
     mime = django_filters.CharFilter(field_name="mime", label=_("MIME type"))
     record_type = django_filters.ChoiceFilter(
         field_name="record_type", choices=Capture.RecordType.choices, label=_("Record type")
@@ -23,13 +22,13 @@ class CaptureFilterSet(django_filters.FilterSet):
         fields = ["status", "mime", "record_type"]
 
 
-class StorageEventFilterSet(django_filters.FilterSet):
+class StorageEventFilterSet(FilterSet):
     """The storage's history by kind of event, node, file, and alerts only."""
 
     kind = django_filters.ChoiceFilter(
         field_name="kind", choices=StorageEvent.Kind.choices, label=_("Event"), empty_label=_("any")
     )
-    node = django_filters.ModelChoiceFilter(
+    node = IdChoiceFilter(
         field_name="node",
         queryset=StorageNode.objects.order_by("name"),
         label=_("Node"),
@@ -51,7 +50,7 @@ class StorageEventFilterSet(django_filters.FilterSet):
         return queryset.filter(**alerts) if value else queryset.exclude(**alerts)
 
 
-class StorageNodeFilterSet(django_filters.FilterSet):
+class StorageNodeFilterSet(FilterSet):
     """Nodes by state, location and reachability (the REST list)."""
 
     state = django_filters.ChoiceFilter(

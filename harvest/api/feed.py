@@ -23,6 +23,7 @@ from rest_framework.generics import GenericAPIView
 from harvest.choices import DepthPolicy, EndKind, HarvestKind
 from harvest.models import GlobalCrawlerTrapList, HarvestDefinition
 from harvest.validators import seed_list
+from webarchive.api.fields import CharField, DateTimeField
 from webarchive.permissions import VIEW, Area, restrict
 
 # Schedule.frequency's names.
@@ -44,12 +45,12 @@ class CrawlFeedQuerySerializer(serializers.Serializer):
         },
         help_text=_("Only the definitions whose schedule has this frequency."),
     )
-    start = serializers.DateTimeField(
+    start = DateTimeField(
         required=False,
         error_messages={"invalid": _("Not a date and time: use ISO 8601, such as 2025-06-01T00:00:00Z.")},
         help_text=_("The window's start (ISO 8601); now by default."),
     )
-    end = serializers.DateTimeField(
+    end = DateTimeField(
         required=False,
         error_messages={"invalid": _("Not a date and time: use ISO 8601, such as 2025-06-02T00:00:00Z.")},
         help_text=_("The window's end (ISO 8601); one day after the start by default."),
@@ -72,19 +73,15 @@ class CrawlFeedQuerySerializer(serializers.Serializer):
 
 class FeedDefinitionSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    name = serializers.CharField()
+    name = CharField()
 
 
 class FeedScheduleSerializer(serializers.Serializer):
-    frequency = serializers.CharField(
-        help_text=_("daily, weekly, monthly, twice-yearly, annual, once or custom.")
-    )
-    startDate = serializers.DateTimeField()
-    endDate = serializers.DateTimeField(
-        allow_null=True, help_text=_("Null when the schedule has no end date.")
-    )
+    frequency = CharField(help_text=_("daily, weekly, monthly, twice-yearly, annual, once or custom."))
+    startDate = DateTimeField()
+    endDate = DateTimeField(allow_null=True, help_text=_("Null when the schedule has no end date."))
     nextRuns = serializers.ListField(
-        child=serializers.DateTimeField(),
+        child=DateTimeField(),
         help_text=_("The runs in the window (the first 100 at most)."),
     )
 
@@ -96,7 +93,7 @@ class FeedLimitsSerializer(serializers.Serializer):
 
 
 class FeedTemplateSerializer(serializers.Serializer):
-    name = serializers.CharField()
+    name = CharField()
     version = serializers.IntegerField()
 
 
@@ -104,14 +101,12 @@ class CrawlFeedItemSerializer(serializers.Serializer):
     """One target: a domain configuration of a harvest definition that runs in the window."""
 
     id = serializers.IntegerField(help_text=_("The domain configuration's id."))
-    title = serializers.CharField()
-    domain = serializers.CharField()
+    title = CharField()
+    domain = CharField()
     harvestDefinition = FeedDefinitionSerializer()
-    seeds = serializers.ListField(child=serializers.CharField())
+    seeds = serializers.ListField(child=CharField())
     schedules = FeedScheduleSerializer(many=True)
-    scope = serializers.CharField(
-        help_text=_("The template's depth policy: page, clicks, path, host or domain.")
-    )
+    scope = CharField(help_text=_("The template's depth policy: page, clicks, path, host or domain."))
     depth = serializers.IntegerField(
         help_text=_(
             "Links away from a seed the crawl follows: the clicks of the “clicks” policy, else max hops."
@@ -122,7 +117,7 @@ class CrawlFeedItemSerializer(serializers.Serializer):
     limits = FeedLimitsSerializer()
     template = FeedTemplateSerializer()
     traps = serializers.ListField(
-        child=serializers.CharField(),
+        child=CharField(),
         help_text=_("Regular expressions: the active global lists', the definition's and the domain's."),
     )
 

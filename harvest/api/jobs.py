@@ -25,13 +25,14 @@ from harvest.selectors import job_sites, job_totals
 from harvest.services import crawls, jobs
 from harvest.validators import trap_list
 from storage.api.serializers import WarcFileSerializer
+from webarchive.api.fields import CharField, DateTimeField, ModelSerializer
 from webarchive.api.viewsets import ReadOnlyViewSet
 from webarchive.permissions import CHANGE, Area
 
 # Serializers -----------------------------------------------------------------------------------
 
 
-class JobSerializer(serializers.ModelSerializer):
+class JobSerializer(ModelSerializer):
     class Meta:
         model = Job
         fields = [
@@ -103,10 +104,10 @@ class JobDetailSerializer(JobSerializer):
         return self._url("files", job)
 
 
-class JobConfigurationSerializer(serializers.ModelSerializer):
+class JobConfigurationSerializer(ModelSerializer):
     domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    configuration_name = serializers.CharField(source="configuration.name", read_only=True)
-    seeds = serializers.ListField(source="seed_urls", child=serializers.CharField(), read_only=True)
+    configuration_name = CharField(source="configuration.name", read_only=True)
+    seeds = serializers.ListField(source="seed_urls", child=CharField(), read_only=True)
     crawler_traps = serializers.SerializerMethodField(
         help_text=_("The domain's traps when the job was made.")
     )
@@ -127,12 +128,12 @@ class JobConfigurationSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-    @extend_schema_field(serializers.ListField(child=serializers.CharField()))
+    @extend_schema_field(serializers.ListField(child=CharField()))
     def get_crawler_traps(self, entry) -> list:
         return trap_list(entry.crawler_traps)
 
 
-class HarvestInfoSerializer(serializers.ModelSerializer):
+class HarvestInfoSerializer(ModelSerializer):
     domain = serializers.SlugRelatedField(slug_field="name", read_only=True)
 
     class Meta:
@@ -162,10 +163,10 @@ class JobProgressSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     status = serializers.ChoiceField(choices=JobStatus.choices)
-    submitted_at = serializers.DateTimeField(allow_null=True)
-    started_at = serializers.DateTimeField(allow_null=True)
-    stop_requested_at = serializers.DateTimeField(allow_null=True)
-    ended_at = serializers.DateTimeField(allow_null=True)
+    submitted_at = DateTimeField(allow_null=True)
+    started_at = DateTimeField(allow_null=True)
+    stop_requested_at = DateTimeField(allow_null=True)
+    ended_at = DateTimeField(allow_null=True)
     sites = SiteCountsSerializer(source="*")
     urls_done = serializers.IntegerField()
     urls_queued = serializers.IntegerField()
@@ -174,7 +175,7 @@ class JobProgressSerializer(serializers.Serializer):
     rate = serializers.FloatField(help_text=_("URLs per second, summed over the running sites."))
 
 
-class SiteProgressSerializer(serializers.ModelSerializer):
+class SiteProgressSerializer(ModelSerializer):
     """One site crawl of a job: its state and the progress it last reported."""
 
     domain = serializers.SlugRelatedField(slug_field="name", read_only=True)

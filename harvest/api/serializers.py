@@ -28,6 +28,7 @@ from harvest.models import (
 from harvest.services.planning import SELECTIVE_FIELDS, SNAPSHOT_FIELDS
 from harvest.validators import domain_name_normalise
 from selection.models import Collection
+from webarchive.api.fields import CharField, DateTimeField, IdField, IdRelatedField, ModelSerializer
 
 # Limits are -1 (no limit) or more; said at the field before the service's constraint says it for the row.
 LIMIT = {"min_value": -1}
@@ -66,19 +67,17 @@ class NamedSerializer(serializers.Serializer):
     """An object by its id and name."""
 
     id = serializers.IntegerField(read_only=True)
-    name = serializers.CharField(read_only=True)
+    name = CharField(read_only=True)
 
 
 # Domains ---------------------------------------------------------------------------------------
 
 
-class DomainSerializer(CreateOnlyMixin, serializers.ModelSerializer):
+class DomainSerializer(CreateOnlyMixin, ModelSerializer):
     """A domain with the names of its configurations and seed lists. Never deleted."""
 
-    name = serializers.CharField(
-        max_length=255, help_text=_("A registered domain name (example.fr); set at creation.")
-    )
-    seeds = serializers.CharField(
+    name = CharField(max_length=255, help_text=_("A registered domain name (example.fr); set at creation."))
+    seeds = CharField(
         write_only=True,
         required=False,
         help_text=_(
@@ -86,10 +85,10 @@ class DomainSerializer(CreateOnlyMixin, serializers.ModelSerializer):
             "(http and https, with and without www, when left out)."
         ),
     )
-    alias_of = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    alias_expires_at = serializers.DateTimeField(read_only=True)
+    alias_of = serializers.SlugRelatedField(slug_field="name", read_only=True, allow_null=True)
+    alias_expires_at = DateTimeField(read_only=True, allow_null=True)
     is_live_alias = serializers.BooleanField(read_only=True)
-    default_configuration = serializers.PrimaryKeyRelatedField(
+    default_configuration = IdRelatedField(
         queryset=DomainConfiguration.objects.all(),
         required=False,
         help_text=_("One of this domain's configurations; a new domain gets one made for it."),
@@ -145,16 +144,14 @@ class DomainSerializer(CreateOnlyMixin, serializers.ModelSerializer):
 
 
 class DomainAliasSerializer(serializers.Serializer):
-    alias_of = serializers.CharField(
+    alias_of = CharField(
         allow_null=True,
         help_text=_("The name of the domain this one is an alias of; null to end the alias."),
     )
 
 
 class DomainBulkCreateSerializer(serializers.Serializer):
-    text = serializers.CharField(
-        trim_whitespace=False, help_text=_("One domain per line; # starts a comment.")
-    )
+    text = CharField(trim_whitespace=False, help_text=_("One domain per line; # starts a comment."))
     skip_invalid = serializers.BooleanField(
         default=False,
         help_text=_("Create the valid names and report the refused lines; otherwise refused lines stop all."),
@@ -163,21 +160,21 @@ class DomainBulkCreateSerializer(serializers.Serializer):
 
 class LineErrorSerializer(serializers.Serializer):
     line = serializers.IntegerField()
-    text = serializers.CharField()
-    reason = serializers.CharField()
+    text = CharField()
+    reason = CharField()
 
 
 class DomainListReportSerializer(serializers.Serializer):
     created = serializers.IntegerField(help_text=_("How many domains were created."))
-    new = serializers.ListField(child=serializers.CharField(), help_text=_("The names created."))
-    existing = serializers.ListField(child=serializers.CharField(), help_text=_("Names already known."))
+    new = serializers.ListField(child=CharField(), help_text=_("The names created."))
+    existing = serializers.ListField(child=CharField(), help_text=_("Names already known."))
     errors = LineErrorSerializer(many=True, help_text=_("The lines refused, and why."))
 
 
-class SeedListSerializer(CreateOnlyMixin, serializers.ModelSerializer):
+class SeedListSerializer(CreateOnlyMixin, ModelSerializer):
     domain = serializers.SlugRelatedField(slug_field="name", queryset=Domain.objects.all())
     seed_urls = serializers.ListField(
-        child=serializers.CharField(), read_only=True, help_text=_("The seeds normalised, once each.")
+        child=CharField(), read_only=True, help_text=_("The seeds normalised, once each.")
     )
     configurations = NamedSerializer(many=True, read_only=True)
 
@@ -190,16 +187,16 @@ class SeedListSerializer(CreateOnlyMixin, serializers.ModelSerializer):
         validators = []
 
 
-class ConfigurationSerializer(CreateOnlyMixin, serializers.ModelSerializer):
+class ConfigurationSerializer(CreateOnlyMixin, ModelSerializer):
     domain = serializers.SlugRelatedField(slug_field="name", queryset=Domain.objects.all())
-    seed_lists = serializers.PrimaryKeyRelatedField(
+    seed_lists = IdRelatedField(
         many=True,
         queryset=SeedList.objects.all(),
         required=False,
         help_text=_("Seed lists of the same domain; at least one."),
     )
     is_default = serializers.SerializerMethodField()
-    harvest_definitions = serializers.PrimaryKeyRelatedField(many=True, read_only=True)
+    harvest_definitions = IdRelatedField(many=True, read_only=True)
 
     create_only_fields = ("domain",)
 
@@ -232,7 +229,7 @@ class ConfigurationSerializer(CreateOnlyMixin, serializers.ModelSerializer):
 class ConfigurationLimitsSerializer(serializers.Serializer):
     """Which configurations (ids, or the filters of the configuration list) get which new budget."""
 
-    ids = serializers.ListField(child=serializers.IntegerField(), required=False, allow_empty=False)
+    ids = serializers.ListField(child=IdField(), required=False, allow_empty=False)
     filter = serializers.DictField(
         required=False,
         help_text=_('The configuration list\'s filters, e.g. {"harvest_definition": 3, "domain": "fr"}.'),
@@ -257,7 +254,7 @@ class ConfigurationLimitsResultSerializer(serializers.Serializer):
 # Templates, schedules, channels, traps --------------------------------------------------------------
 
 
-class TemplateSerializer(serializers.ModelSerializer):
+class TemplateSerializer(ModelSerializer):
     class Meta:
         model = HarvestTemplate
         fields = [
@@ -273,8 +270,8 @@ class TemplateSerializer(serializers.ModelSerializer):
         validators = []
 
 
-class ScheduleSerializer(serializers.ModelSerializer):
-    frequency = serializers.CharField(
+class ScheduleSerializer(ModelSerializer):
+    frequency = CharField(
         read_only=True, help_text=_("once, daily, weekly, monthly, twice-yearly, annual or custom.")
     )
     next_runs = serializers.SerializerMethodField(help_text=_("The next 5 run dates."))
@@ -302,23 +299,23 @@ class ScheduleSerializer(serializers.ModelSerializer):
         read_only_fields = ["updated_at"]
         validators = []
 
-    @extend_schema_field(serializers.ListField(child=serializers.DateTimeField()))
+    @extend_schema_field(serializers.ListField(child=DateTimeField()))
     def get_next_runs(self, schedule) -> list:
-        field = serializers.DateTimeField()
+        field = DateTimeField()
         return [field.to_representation(run) for run in schedule.runs(count=NEXT_RUNS)]
 
 
-class ChannelSerializer(serializers.ModelSerializer):
+class ChannelSerializer(ModelSerializer):
     class Meta:
         model = HarvestChannel
         fields = ["id", "name", "queue", "is_snapshot", "is_default", "comments"]
         validators = []
 
 
-class TrapListSerializer(serializers.ModelSerializer):
+class TrapListSerializer(ModelSerializer):
     patterns = serializers.ListField(
         source="trap_list",
-        child=serializers.CharField(),
+        child=CharField(),
         read_only=True,
         help_text=_("The regular expressions, comments left out."),
     )
@@ -332,11 +329,11 @@ class TrapListSerializer(serializers.ModelSerializer):
 # Harvest definitions ---------------------------------------------------------------------------
 
 
-class HarvestDefinitionSerializer(CreateOnlyMixin, serializers.ModelSerializer):
+class HarvestDefinitionSerializer(CreateOnlyMixin, ModelSerializer):
     """A selective or snapshot harvest definition. Never deleted; its kind is set at creation."""
 
     kind = serializers.ChoiceField(choices=HarvestKind.choices, help_text=_("Set at creation."))
-    channel = serializers.PrimaryKeyRelatedField(
+    channel = IdRelatedField(
         queryset=HarvestChannel.objects.all(),
         required=False,
         help_text=_("The default channel of the kind when left out."),
@@ -411,10 +408,10 @@ class HarvestDefinitionSerializer(CreateOnlyMixin, serializers.ModelSerializer):
 
 class DefinitionConfigurationsSerializer(serializers.Serializer):
     add = serializers.ListField(
-        child=serializers.IntegerField(), required=False, default=list, help_text=_("Configuration ids.")
+        child=IdField(), required=False, default=list, help_text=_("Configuration ids.")
     )
     remove = serializers.ListField(
-        child=serializers.IntegerField(), required=False, default=list, help_text=_("Configuration ids.")
+        child=IdField(), required=False, default=list, help_text=_("Configuration ids.")
     )
 
     def validate(self, attrs):
@@ -426,9 +423,9 @@ class DefinitionConfigurationsSerializer(serializers.Serializer):
 # Mappings and transfers ------------------------------------------------------------------------
 
 
-class CollectionMappingSerializer(serializers.ModelSerializer):
+class CollectionMappingSerializer(ModelSerializer):
     # Any definition: the service says why a snapshot cannot be the target.
-    harvest_definition = serializers.PrimaryKeyRelatedField(queryset=HarvestDefinition.objects.all())
+    harvest_definition = IdRelatedField(queryset=HarvestDefinition.objects.all())
 
     class Meta:
         model = CollectionMapping
@@ -436,7 +433,7 @@ class CollectionMappingSerializer(serializers.ModelSerializer):
         validators = []
 
 
-class BudgetMappingSerializer(serializers.ModelSerializer):
+class BudgetMappingSerializer(ModelSerializer):
     class Meta:
         model = BudgetMapping
         fields = ["id", "budget", "depth", "template", "browser_template", "max_objects", "max_bytes"]
@@ -444,8 +441,10 @@ class BudgetMappingSerializer(serializers.ModelSerializer):
         validators = []
 
 
-class TransferReportSerializer(serializers.ModelSerializer):
-    user = serializers.SlugRelatedField(slug_field="username", read_only=True)
+class TransferReportSerializer(ModelSerializer):
+    user = serializers.SlugRelatedField(
+        slug_field="username", read_only=True, allow_null=True, help_text=_("Null for a scheduled transfer.")
+    )
 
     class Meta:
         model = TransferReport
@@ -466,10 +465,10 @@ class TransferReportSerializer(serializers.ModelSerializer):
 
 
 class TransferRequestSerializer(serializers.Serializer):
-    collection = serializers.PrimaryKeyRelatedField(
+    collection = IdRelatedField(
         queryset=Collection.objects.all(), required=False, help_text=_("Transfer this collection's records.")
     )
-    harvest_definition = serializers.PrimaryKeyRelatedField(
+    harvest_definition = IdRelatedField(
         queryset=HarvestDefinition.objects.all(),
         required=False,
         help_text=_("Transfer every collection mapped to this harvest definition."),

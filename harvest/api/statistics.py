@@ -13,18 +13,19 @@ from harvest import selectors_statistics as stats
 from harvest.filtersets import StatisticsFilterSet
 from harvest.models import JobStatistics, StatisticLine
 from harvest.reports import TABLES, csv_value, report_table
+from webarchive.api.fields import ModelSerializer
 from webarchive.api.viewsets import ReadOnlyViewSet
 from webarchive.permissions import Area
 
 
-class StatisticLineSerializer(serializers.ModelSerializer):
+class StatisticLineSerializer(ModelSerializer):
     class Meta:
         model = StatisticLine
         fields = ["dimension", "key", "urls", "bytes", "domains"]
         read_only_fields = fields
 
 
-class JobStatisticsSerializer(serializers.ModelSerializer):
+class JobStatisticsSerializer(ModelSerializer):
     new_bytes = serializers.IntegerField(read_only=True)
     lines = StatisticLineSerializer(many=True, read_only=True)
 

@@ -14,6 +14,7 @@ from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 from harvest.api.serializers import (
     BudgetMappingSerializer,
@@ -467,7 +468,13 @@ class TransferViewSet(PlanningViewSetMixin, ReadOnlyViewSet):
     # The transfer writes domains, configurations and definitions' lists: a planner's change.
     action_permissions = {"create": (CHANGE, HarvestDefinition)}
 
+    @property
+    def pagination_class(self):
+        # A transfer answers with all its reports, not a page of the list (and the schema says so).
+        return None if getattr(self, "action", None) == "create" else api_settings.DEFAULT_PAGINATION_CLASS
+
     @extend_schema(
+        filters=False,
         request=TransferRequestSerializer,
         responses={201: TransferReportSerializer(many=True), 200: TransferReportSerializer(many=True)},
         description="The reports of the transfer: one per collection (none when no collection is mapped "

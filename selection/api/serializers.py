@@ -4,11 +4,12 @@ from rest_framework import serializers
 
 from selection.choices import Budget, Depth, Frequency, RecordStatus
 from selection.models import Collection, CompatibilityRule, Record, Theme
+from webarchive.api.fields import CharField, IdRelatedField, ModelSerializer
 
 User = get_user_model()
 
 
-class CollectionSerializer(serializers.ModelSerializer):
+class CollectionSerializer(ModelSerializer):
     members = serializers.SlugRelatedField(
         slug_field="username", many=True, required=False, queryset=User.objects.all()
     )
@@ -33,13 +34,13 @@ class CollectionSerializer(serializers.ModelSerializer):
         extra_kwargs = {"url": {"view_name": "api:collection-detail"}}
 
 
-class ThemeSerializer(serializers.ModelSerializer):
+class ThemeSerializer(ModelSerializer):
     class Meta:
         model = Theme
         fields = ["id", "collection", "name", "is_active"]
 
 
-class CompatibilityRuleSerializer(serializers.ModelSerializer):
+class CompatibilityRuleSerializer(ModelSerializer):
     class Meta:
         model = CompatibilityRule
         fields = ["id", "budget", "frequency", "depth", "reason"]
@@ -48,13 +49,13 @@ class CompatibilityRuleSerializer(serializers.ModelSerializer):
 class KeywordListField(serializers.ListField):
     """Keywords as a list of names, written as names (new ones are created)."""
 
-    child = serializers.CharField(max_length=100)
+    child = CharField(max_length=100)
 
     def to_representation(self, data):
         return sorted(keyword.name for keyword in data.all())
 
 
-class RecordSerializer(serializers.ModelSerializer):
+class RecordSerializer(ModelSerializer):
     """A record. Creating one runs the online check; updating one needs the ``version`` read before."""
 
     responsible = serializers.SlugRelatedField(
@@ -63,7 +64,7 @@ class RecordSerializer(serializers.ModelSerializer):
     keywords = KeywordListField(required=False)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     modified_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    url = serializers.CharField(max_length=2100)
+    url = CharField(max_length=2100)
     budget = serializers.ChoiceField(choices=Budget.choices, required=False)
     frequency = serializers.ChoiceField(choices=Frequency.choices, required=False)
     depth = serializers.ChoiceField(choices=Depth.choices, required=False)
@@ -71,7 +72,7 @@ class RecordSerializer(serializers.ModelSerializer):
         required=False,
         help_text=_("Required to update: the version you read. A newer one means someone else saved."),
     )
-    check_override_reason = serializers.CharField(required=False, allow_blank=True)
+    check_override_reason = CharField(required=False, allow_blank=True)
 
     class Meta:
         model = Record
@@ -115,26 +116,26 @@ class RecordSerializer(serializers.ModelSerializer):
 
 class RecordStatusSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=RecordStatus.choices)
-    reason = serializers.CharField(required=False, allow_blank=True, default="")
+    reason = CharField(required=False, allow_blank=True, default="")
     version = serializers.IntegerField()
 
 
 class RecordTransferSerializer(serializers.Serializer):
-    collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all())
-    theme = serializers.PrimaryKeyRelatedField(queryset=Theme.objects.all())
+    collection = IdRelatedField(queryset=Collection.objects.all())
+    theme = IdRelatedField(queryset=Theme.objects.all())
     version = serializers.IntegerField()
 
 
 class UrlCheckRequestSerializer(serializers.Serializer):
-    url = serializers.CharField(max_length=2100)
-    collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all(), required=False)
+    url = CharField(max_length=2100)
+    collection = IdRelatedField(queryset=Collection.objects.all(), required=False)
 
 
 class DuplicateSerializer(serializers.Serializer):
     id = serializers.IntegerField()
-    url = serializers.CharField()
+    url = CharField()
     collection = serializers.IntegerField()
-    collection_name = serializers.CharField()
+    collection_name = CharField()
 
 
 class DuplicatesSerializer(serializers.Serializer):
@@ -149,7 +150,7 @@ class DuplicatesSerializer(serializers.Serializer):
 
 
 class UrlCheckResponseSerializer(serializers.Serializer):
-    url = serializers.CharField(help_text=_("The URL normalised."))
+    url = CharField(help_text=_("The URL normalised."))
     check = serializers.JSONField(
         help_text=_("status, message, hops (url, status_code, location, …), final_url.")
     )

@@ -13,6 +13,7 @@ from selection import services
 from selection.filtersets import RecordFilterSet
 from selection.forms import BulkEditForm
 from selection.models import Record
+from webarchive.filters import id_range_error
 from webarchive.permissions import CHANGE, VALIDATE, VIEW, Area, can, restrict
 from webarchive.views import AreaRequiredMixin, apply_validation_error
 
@@ -32,7 +33,7 @@ class RecordBulkEditView(AreaRequiredMixin, TemplateView):
         records = restrict(
             Record.objects.select_related("collection", "responsible"), self.request.user, VIEW
         )
-        ids = [value for value in data.getlist("records") if value.isdigit()]
+        ids = [value for value in data.getlist("records") if value.isdigit() and not id_range_error(value)]
         query = data.get("query", "")
         if ids:
             return records.filter(pk__in=ids).order_by("url"), ""

@@ -11,6 +11,7 @@ from selection import services
 from selection.choices import RecordStatus
 from selection.filtersets import RecordFilterSet
 from selection.models import Record
+from webarchive.filters import id_range_error
 from webarchive.permissions import VALIDATE, Area
 from webarchive.views import AreaRequiredMixin, ObjectListView
 
@@ -30,6 +31,14 @@ class ValidationQueueView(CuratorMixin, ObjectListView):
     columns = ["url", "collection", "responsible", "budget", "frequency", "depth", "check_status"]
     ordering = ["created_at", "pk"]
 
+    def get_queryset(self):
+        queryset = super().get_queryset()
+        # The queue's filter bar shows the fields without their errors: say them above the list.
+        for name, errors in self.filterset.errors.items():
+            label = self.filterset.form.fields[name].label if name in self.filterset.form.fields else name
+            messages.error(self.request, f"{label}: {' '.join(errors)}")
+        return queryset
+
 
 class ValidationDecisionView(CuratorMixin, AreaRequiredMixin, View):
     """POST: validate or reject the selected records, all of them or none."""
@@ -43,7 +52,8 @@ class ValidationDecisionView(CuratorMixin, AreaRequiredMixin, View):
         elif not ids:
             messages.error(request, _("Select at least one record."))
         else:
-            records = Record.objects.filter(pk__in=[i for i in ids if i.isdigit()]).order_by("pk")
+            ids = [i for i in ids if i.isdigit() and not id_range_error(i)]
+            records = Record.objects.filter(pk__in=ids).order_by("pk")
             try:
                 count = services.records_set_status(
                     records=records, user=request.user, status=decision, reason=reason

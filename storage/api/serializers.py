@@ -3,9 +3,10 @@
 from rest_framework import serializers
 
 from storage.models import StorageNode, WarcFile
+from webarchive.api.fields import CharField, ModelSerializer
 
 
-class WarcFileSerializer(serializers.ModelSerializer):
+class WarcFileSerializer(ModelSerializer):
     """A WARC/ARC file of the archive (read-only: files are written by crawls and imports)."""
 
     is_open = serializers.BooleanField(read_only=True, help_text="Still being written by a crawler.")
@@ -30,10 +31,10 @@ class WarcFileSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class StorageNodeSerializer(serializers.ModelSerializer):
+class StorageNodeSerializer(ModelSerializer):
     """A storage node, its measured space and what it holds (read-only: nodes change on the pages)."""
 
-    queue = serializers.CharField(
+    queue = CharField(
         read_only=True, help_text="The Celery queue of its copies and audits (storage-<name> or default)."
     )
     used_percent = serializers.FloatField(

@@ -173,10 +173,7 @@ def test_updating_a_domain_persists_and_bad_traps_change_nothing(api, make_domai
     response = patch(api, url, {"comments": "changed", "crawler_traps": "ok\n(unclosed"})
     assert response.status_code == 400
     assert response.json() == {
-        "crawler_traps": [
-            "Line 2: “(unclosed” is not a valid regular expression "
-            "(missing ), unterminated subpattern at position 0)."
-        ]
+        "crawler_traps": ["Line 2: “(unclosed” is not a valid regular expression: missing ): (unclosed."]
     }
     domain.refresh_from_db()
     assert domain.comments == "Regional news" and domain.trap_list == [r".*/calendar/.*"]
@@ -592,6 +589,44 @@ def test_channels_are_created_and_never_deleted(api, channels):
     assert api.delete(detail("harvestchannel", channels["Broad"])).status_code == 405
 
 
+LOOK_AHEAD = (
+    "look-ahead and look-behind ((?=…), (?!…), (?<=…), (?<!…)) are not supported: patterns are RE2 "
+    "regular expressions, which run in time proportional to the text"
+)
+BACK_REFERENCE = "back-references (\\1, (?P=name)) are not supported: patterns are RE2 regular expressions"
+
+
+@pytest.mark.timeout(30)
+def test_traps_and_rules_re2_cannot_run_are_refused_with_the_reason_and_nothing_is_saved(api, make_domain):
+    domain = make_domain("example.fr", crawler_traps="/calendar/")
+    response = patch(api, detail("domain", domain), {"comments": "x", "crawler_traps": "ok\n(\\w+)/\\1/"})
+    assert response.status_code == 400
+    [error] = response.json()["crawler_traps"]
+    assert error.startswith("Line 2: “(\\w+)/\\1/” cannot be used: ") and BACK_REFERENCE in error
+    domain.refresh_from_db()
+    assert (domain.comments, domain.crawler_traps) == ("", "/calendar/")
+
+    template = post(api, reverse("api:harvesttemplate-list"), {"name": "deep", "depth_policy": "host"})
+    template = HarvestTemplate.objects.get(pk=template.json()["id"])
+    for field in ("accept_rules", "reject_rules"):
+        response = patch(api, detail("harvesttemplate", template), {field: r"\.(?!html?$)[a-z]+$"})
+        assert response.status_code == 400
+        [error] = response.json()[field]
+        assert error.startswith("Line 1: “\\.(?!html?$)[a-z]+$” cannot be used: ") and LOOK_AHEAD in error
+    template.refresh_from_db()
+    assert (template.version, template.accept_rules, template.reject_rules) == (1, "", "")
+
+    url = reverse("api:globalcrawlertraplist-list")
+    response = post(api, url, {"name": "sessions", "traps": "# ok\n;jsessionid=\n(?<=/)sid=.*"})
+    assert response.status_code == 400
+    [error] = response.json()["traps"]
+    assert error.startswith("Line 3: “(?<=/)sid=.*” cannot be used: ") and LOOK_AHEAD in error
+    # A catastrophic pattern for Python's re is an ordinary one for RE2: saved.
+    response = post(api, url, {"name": "sessions", "traps": "(.+)+!\n(a|aa)+$"})
+    assert response.status_code == 201, response.json()
+    assert list(GlobalCrawlerTrapList.objects.values_list("name", flat=True)) == ["sessions"]
+
+
 def test_global_trap_lists_validate_each_pattern(api):
     url = reverse("api:globalcrawlertraplist-list")
     response = post(api, url, {"name": "calendars", "traps": "# calendars\n.*/calendar/\\d{4}/.*"})
@@ -600,7 +635,7 @@ def test_global_trap_lists_validate_each_pattern(api):
     response = post(api, url, {"name": "broken", "traps": "ok\n*bad"})
     assert response.status_code == 400
     assert response.json() == {
-        "traps": ["Line 2: “*bad” is not a valid regular expression (nothing to repeat at position 0)."]
+        "traps": ["Line 2: “*bad” is not a valid regular expression: no argument for repetition operator: *."]
     }
     assert list(GlobalCrawlerTrapList.objects.values_list("name", flat=True)) == ["calendars"]
     traps = GlobalCrawlerTrapList.objects.get()

@@ -205,6 +205,25 @@ def test_find_domains_by_name_comment_trap_active_and_alias(as_curator, make_dom
     assert reverse("harvest:domain_create") in page and reverse("harvest:domain_bulk_create") in page
 
 
+@pytest.mark.timeout(30)
+def test_a_wildcard_search_takes_time_in_proportion_to_the_name(as_curator, make_domain):
+    """Wildcards once became a regular expression, ^a.*a.*…b$, which Python's re (SQLite) backtracked on."""
+    make_domain("a" * 60 + ".fr")
+    make_domain("underxscore.fr")
+    url = reverse("harvest:domain_list")
+
+    def names(q):
+        response = as_curator.get(url, {"q": q})
+        assert response.status_code == 200
+        return [row[0].name for row in response.context["rows"]]
+
+    assert names("*a" * 13 + "*b") == []
+    assert names("*a" * 13 + "*.fr") == ["a" * 60 + ".fr"]
+    # SQL's own wildcards are plain text in a search.
+    assert names("under*") == ["underxscore.fr"]
+    assert names("under_*") == [] and names("*%*") == [] and names("*\\*") == []
+
+
 def test_the_domain_list_is_paginated(as_curator, db):
     domains_create_bulk(names=[f"site{n:03}.fr" for n in range(120)])
     response = as_curator.get(reverse("harvest:domain_list"), {"q": "site", "page": 3})
@@ -498,6 +517,25 @@ def test_a_bad_trap_names_its_line_and_changes_nothing(as_curator, domain):
     [error] = errors_of(response, "crawler_traps")
     assert error.startswith("Line 3: “[unclosed” is not a valid regular expression")
     assert error in page_text(response)
+    assert snapshot(Domain) == before
+
+
+def test_a_trap_re2_cannot_run_is_refused_with_the_reason_and_changes_nothing(as_curator, domain):
+    before = snapshot(Domain)
+    response = post_edit(
+        as_curator,
+        reverse("harvest:domain_edit", args=[domain.pk]),
+        {
+            "comments": "changed",
+            "crawler_traps": "/fine/\n/(\\d+)/\\1/",
+            "is_active": "on",
+            "default_configuration": domain.default_configuration_id,
+        },
+    )
+    assert response.status_code == 200
+    [error] = errors_of(response, "crawler_traps")
+    assert error.startswith("Line 2: “/(\\d+)/\\1/” cannot be used: back-references (\\1, (?P=name))")
+    assert "RE2 regular expressions, which run in time proportional to the text" in error
     assert snapshot(Domain) == before
 
 
@@ -971,6 +1009,17 @@ def test_create_a_template_then_a_settings_change_is_a_new_version(as_curator, c
     [
         ({"min_delay": 40}, "__all__", "The minimum delay cannot be longer than the maximum delay."),
         ({"accept_rules": "ok\n(bad"}, "accept_rules", "Line 2: “(bad” is not a valid regular expression"),
+        (
+            {"reject_rules": r"\.(?!html?$)\w+$"},
+            "reject_rules",
+            "Line 1: “\\.(?!html?$)\\w+$” cannot be used: look-ahead and look-behind ((?=…), (?!…), (?<=…), "
+            "(?<!…)) are not supported: patterns are RE2 regular expressions",
+        ),
+        (
+            {"accept_rules": "# ok\n/a/\n(\\w+)/\\1"},
+            "accept_rules",
+            "Line 3: “(\\w+)/\\1” cannot be used: back-references (\\1, (?P=name)) are not supported",
+        ),
         ({"name": "DEFAULT"}, "__all__", "A template with this name already exists."),
         ({"clicks": 51}, "clicks", "Ensure this value is less than or equal to 50."),
         ({"depth_policy": "galaxy"}, "depth_policy", "Select a valid choice."),
@@ -1151,6 +1200,14 @@ def test_create_and_edit_a_trap_list(as_curator, curator):
     ("fields", "field", "message"),
     [
         ({"traps": "/ok/\n*bad"}, "traps", "Line 2: “*bad” is not a valid regular expression"),
+        (
+            {"traps": "(?<=/)sid=\\w+"},
+            "traps",
+            "Line 1: “(?<=/)sid=\\w+” cannot be used: look-ahead and look-behind ((?=…), (?!…), (?<=…), "
+            "(?<!…)) are not supported: patterns are RE2 regular expressions, which run in time "
+            "proportional to the text",
+        ),
+        ({"traps": "/(a+)++/"}, "traps", "atomic groups and possessive quantifiers"),
         ({"traps": ""}, "traps", "This field is required."),
         ({"name": "CALENDARS"}, "__all__", "A trap list with this name already exists."),
     ],

@@ -1,6 +1,6 @@
 """The REST API: one router for every app's viewsets."""
 
-from django.urls import path
+from django.urls import path, re_path
 from rest_framework.routers import DefaultRouter
 
 from harvest.api import jobs as harvest_jobs
@@ -9,7 +9,7 @@ from harvest.api.feed import CrawlFeedView
 from harvest.api.statistics import StatisticsViewSet
 from selection.api.views import CollectionViewSet, CompatibilityRuleViewSet, RecordViewSet, ThemeViewSet
 from storage.api.views import StorageNodeViewSet, WarcFileViewSet
-from webarchive.api.views import ObtainTokenView
+from webarchive.api.views import NotFoundView, ObtainTokenView
 
 app_name = "api"
 
@@ -39,4 +39,6 @@ urlpatterns = [
     path("auth/token/", ObtainTokenView.as_view(), name="token"),
     *router.urls,
     path("crawl-feed/", CrawlFeedView.as_view(), name="crawl-feed"),
+    # Last: what no route matched. Ending in a slash, so that Django still adds a missing one.
+    re_path(r"^.*/$", NotFoundView.as_view()),
 ]

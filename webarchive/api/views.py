@@ -1,10 +1,12 @@
 """API views that are not about one model."""
 
 from django.utils.translation import gettext as _
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.authtoken.views import ObtainAuthToken
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 
 class ObtainTokenView(ObtainAuthToken):
@@ -21,3 +23,16 @@ class ObtainTokenView(ObtainAuthToken):
                     status=status.HTTP_429_TOO_MANY_REQUESTS,
                 )
             raise
+
+
+@extend_schema(exclude=True)
+class NotFoundView(APIView):
+    """Any other address under /api/ (an id that is not a number): a 404 in JSON, as the API speaks.
+
+    An API view, so that the API's rules apply first: without credentials it is a 401.
+    """
+
+    def get(self, request, *args, **kwargs):
+        raise NotFound()
+
+    post = put = patch = delete = get
