@@ -268,8 +268,12 @@ def render_settings(template: dict) -> dict:
 
 
 def trap_limits() -> dict:
-    """The deployment's trap limits, as SiteSettings takes them."""
+    """The deployment's trap limits and hostile-site bounds, as SiteSettings takes them."""
     return {
+        "max_queued_urls": settings.HARVEST_MAX_QUEUED_URLS,
+        "extract_max_bytes": settings.HARVEST_EXTRACT_MAX_BYTES,
+        "extract_max_html_bytes": settings.HARVEST_EXTRACT_MAX_HTML_BYTES,
+        "extract_max_links": settings.HARVEST_EXTRACT_MAX_LINKS,
         "max_path_repeats": settings.HARVEST_TRAP_PATH_REPEATS,
         "max_per_directory": settings.HARVEST_TRAP_PER_DIRECTORY,
         "max_per_script": settings.HARVEST_TRAP_PER_SCRIPT,

@@ -125,6 +125,13 @@ HARVEST_CONNECT_TIMEOUT = env.float("HARVEST_CONNECT_TIMEOUT", default=10.0)
 HARVEST_READ_TIMEOUT = env.float("HARVEST_READ_TIMEOUT", default=30.0)
 HARVEST_MAX_RESPONSE_BYTES = env.int("HARVEST_MAX_RESPONSE_BYTES", default=100 * 1024 * 1024)
 HARVEST_MAX_FETCH_SECONDS = env.float("HARVEST_MAX_FETCH_SECONDS", default=600.0)
+# What one hostile site can make a worker hold (docs/harvesting.md, "Limits a hostile site meets"):
+# URLs waiting per site, decoded bytes of a document read for links (of an HTML page, whose parse
+# costs some 30 times its size), links kept per document.
+HARVEST_MAX_QUEUED_URLS = env.int("HARVEST_MAX_QUEUED_URLS", default=200_000)
+HARVEST_EXTRACT_MAX_BYTES = env.int("HARVEST_EXTRACT_MAX_BYTES", default=16 * 1024 * 1024)
+HARVEST_EXTRACT_MAX_HTML_BYTES = env.int("HARVEST_EXTRACT_MAX_HTML_BYTES", default=4 * 1024 * 1024)
+HARVEST_EXTRACT_MAX_LINKS = env.int("HARVEST_EXTRACT_MAX_LINKS", default=50_000)
 # Whether an invalid TLS certificate (expired, self-signed, wrong name) stops a fetch. Off, as in
 # Heritrix: the archive keeps what a visitor saw after clicking through the browser's warning.
 HARVEST_VERIFY_TLS = env.bool("HARVEST_VERIFY_TLS", default=False)

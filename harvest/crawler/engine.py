@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from harvest.crawler.site import SiteCrawl
+from harvest.crawler.site import OPERATOR, SiteCrawl
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +163,11 @@ class CrawlEngine:
 
 
 def run_sites(crawls: list[SiteCrawl], *, threads: int = 8, on_progress=None, interval: float = 2.0) -> None:
-    """Crawl ``crawls`` to the end on a private engine (``manage.py crawl``, benchmarks, tests)."""
+    """Crawl ``crawls`` to the end on a private engine (``manage.py crawl``, benchmarks, tests).
+
+    Interrupted (Ctrl-C), it stops every site, the fetches under way included, and waits for them
+    to end before the interruption goes on up.
+    """
     engine = CrawlEngine(threads=threads)
     handles = [engine.submit(crawl) for crawl in crawls]
     try:
@@ -171,5 +175,9 @@ def run_sites(crawls: list[SiteCrawl], *, threads: int = 8, on_progress=None, in
             while not handle.wait(interval):
                 if on_progress is not None:
                     on_progress()
+    except BaseException:
+        for handle in handles:
+            handle.stop(OPERATOR)
+        raise
     finally:
         engine.shutdown()

@@ -24,9 +24,11 @@ time per URL.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import http.client
 import io
+import select
 import socket
 import ssl
 import tempfile
@@ -65,6 +67,7 @@ ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 ACCEPT_ENCODING = "gzip, deflate"  # only what decoded_body() can undo
 SPOOL_BYTES = 1024 * 1024  # bodies up to this size stay in memory
 READ_BYTES = 64 * 1024
+POLL_SECONDS = 1.0  # the longest a body read waits before the stop and the deadlines are looked at again
 HOSTS_KEPT = 10  # hosts of one site crawl whose connection is kept alive
 HTTP_VERSIONS = {9: "HTTP/0.9", 10: "HTTP/1.0", 11: "HTTP/1.1", 20: "HTTP/2"}
 # What asking can raise for reasons of the network, the server or the URL (ValueError: unparsable URLs).
@@ -83,7 +86,8 @@ class Exchange:
     ``error`` is set (and the response fields are empty) when no response was
     received. ``body`` holds the entity body as sent (content-encoded, not
     chunked); ``truncated`` says why it was cut ("length", "time",
-    "disconnect").
+    "disconnect", or what ``fetch(interrupted=…)`` or its ``deadline`` said:
+    "stopped", "deadline").
     """
 
     url: str
@@ -111,7 +115,11 @@ class Exchange:
         return next((value for key, value in self.headers if key.lower() == wanted), None)
 
     def decoded_body(self, limit: int = 20 * 1024 * 1024) -> bytes:
-        """The body with its Content-Encoding undone, at most ``limit`` bytes; b"" if it cannot be decoded."""
+        """The body with its Content-Encoding undone, at most ``limit`` bytes; b"" if it cannot be decoded.
+
+        Decoded chunk by chunk, and no further than ``limit``: a small gzip bomb never becomes a big
+        string (only the first ``limit`` bytes of what it decodes to are ever held).
+        """
         codings = [
             coding.strip().lower()
             for coding in (self.header("Content-Encoding") or "").split(",")
@@ -123,12 +131,15 @@ class Exchange:
                 return self.body.read(limit)
             if any(coding not in _WBITS for coding in codings):
                 return b""
-            if len(codings) == 1:
-                return _inflate(_chunks(self.body), codings[0], limit)
-            data = self.body.read()
-            for coding in reversed(codings):  # rare: applied in order, so undone in reverse
-                data = _inflate(iter([data]), coding, limit)
-            return data
+            chunks = _chunks(self.body)
+            for coding in reversed(codings):  # applied in order, so undone in reverse
+                chunks = _inflating(chunks, coding)
+            out = bytearray()
+            for chunk in chunks:
+                out += chunk[: limit - len(out)]
+                if len(out) >= limit:
+                    break
+            return bytes(out)
         except (zlib.error, ValueError, OSError):  # ValueError: a closed body
             return b""
         finally:
@@ -149,23 +160,22 @@ def _chunks(stream: BinaryIO) -> Iterator[bytes]:
 _WBITS = {"gzip": 32 + zlib.MAX_WBITS, "x-gzip": 32 + zlib.MAX_WBITS, "deflate": None}
 
 
-def _inflate(chunks: Iterator[bytes], coding: str, limit: int) -> bytes:
-    out = bytearray()
+def _inflating(chunks: Iterator[bytes], coding: str) -> Iterator[bytes]:
+    """``chunks`` with ``coding`` undone, at most READ_BYTES decoded at a time (whatever the ratio)."""
     decompressor = None
     for chunk in chunks:
         pending = chunk
-        while pending and len(out) < limit:
+        while pending:
             if decompressor is None:
                 decompressor = zlib.decompressobj(_wbits(coding, pending))
             elif decompressor.eof:
                 if coding == "deflate" or pending[:1] != b"\x1f":
-                    return bytes(out)  # bytes after the end of the stream are not content
+                    return  # bytes after the end of the stream are not content
                 decompressor = zlib.decompressobj(_wbits(coding, pending))  # another gzip member
-            out += decompressor.decompress(pending, limit - len(out))
+            decoded = decompressor.decompress(pending, READ_BYTES)
             pending = decompressor.unconsumed_tail or (decompressor.unused_data if decompressor.eof else b"")
-        if len(out) >= limit:
-            break
-    return bytes(out[:limit])
+            if decoded:
+                yield decoded
 
 
 def _wbits(coding: str, start: bytes) -> int:
@@ -243,6 +253,7 @@ class _Recorder:
 
     request_head = b""
     peer_address: str | None = None
+    connection = None  # the connection of the request in flight (interrupt() shuts its socket)
 
 
 class _RecordingMixin:
@@ -258,6 +269,7 @@ class _RecordingMixin:
         super().endheaders(message_body, encode_chunked=encode_chunked)  # opens a new connection
         self._recorder.request_head = head
         self._recorder.peer_address = self.peer_address
+        self._recorder.connection = self
 
 
 class _RecordingHTTPConnection(_RecordingMixin, GuardedHTTPConnection):
@@ -297,16 +309,34 @@ class FetchSession:
         method: str = "GET",
         body: bytes | None = None,
         deadline: float | None = None,
+        deadline_reason: str = "time",
+        interrupted: Callable[[], str | None] | None = None,
     ) -> Exchange:
         """Ask for ``url`` (GET unless the browser says otherwise); problems end up in ``Exchange.error``.
 
         ``headers`` replace the session's own of the same name; ``deadline`` (``time.monotonic()``)
-        cuts the answer short like the harvest's time cap, whichever comes first.
+        cuts the answer short like the harvest's time cap, whichever comes first (``truncated`` is then
+        ``deadline_reason``). ``interrupted()`` is asked between reads of the body (at least every
+        POLL_SECONDS, however slowly the server sends): a reason it returns ("stopped") cuts the body
+        there. A thread that wants the fetch ended sooner than that calls :meth:`interrupt`.
         """
-        exchange, stale = self._attempt(url, headers, method, body, deadline)
-        if stale and method in ("GET", "HEAD"):  # a kept-alive connection the server had closed
-            exchange, _ = self._attempt(url, headers, method, body, deadline)
+        limits = _Limits(deadline, deadline_reason, interrupted)
+        exchange, stale = self._attempt(url, headers, method, body, limits)
+        if stale and method in ("GET", "HEAD") and limits.reason() is None:  # a kept-alive connection
+            exchange, _ = self._attempt(url, headers, method, body, limits)  # the server had closed
         return exchange
+
+    def interrupt(self) -> None:
+        """End the request in flight now, from another thread (its ``interrupted()`` says why).
+
+        A read that waits for the next bytes of a stalled chunk header would otherwise wait until
+        the read timeout; shutting the socket down wakes it at once.
+        """
+        connection = self._recorder.connection
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):  # already closed
+                sock.shutdown(socket.SHUT_RDWR)
 
     def close(self) -> None:
         """Close the kept-alive connections."""
@@ -319,11 +349,12 @@ class FetchSession:
         self.close()
 
     def _attempt(
-        self, url: str, headers: dict | None, method: str, body: bytes | None, deadline: float | None
+        self, url: str, headers: dict | None, method: str, body: bytes | None, limits: _Limits
     ) -> tuple[Exchange, bool]:
         fetcher = self.fetcher
         self._recorder.request_head = b""
         self._recorder.peer_address = None
+        self._recorder.connection = None
         started_at = datetime.now(UTC)
         start = time.monotonic()
         try:
@@ -348,7 +379,7 @@ class FetchSession:
                 started_at=started_at,
                 duration=time.monotonic() - start,
                 peer_ip=self._recorder.peer_address,
-                error=describe_error(error),
+                error=limits.reason() or describe_error(error),
             )
             return exchange, _is_stale_connection(error)
         raw = response
@@ -366,8 +397,7 @@ class FetchSession:
         sent_headers = _headers_as_sent(raw)
         exchange.body = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 (Exchange.close)
         try:
-            cap = start + fetcher.max_fetch_seconds
-            self._read_body(response, exchange, deadline=min(cap, deadline) if deadline else cap)
+            self._read_body(response, exchange, cap=start + fetcher.max_fetch_seconds, limits=limits)
         finally:
             if exchange.truncated:  # bytes left unread: the connection cannot be used again
                 response.close()
@@ -387,30 +417,45 @@ class FetchSession:
             )
             pool.conn_kw["recorder"] = self._recorder
 
-    def _read_body(self, response, exchange: Exchange, *, deadline: float) -> None:
+    def _read_body(self, response, exchange: Exchange, *, cap: float, limits: _Limits) -> None:
+        """Read the body, looking at the caps, the deadline and ``interrupted()`` between reads.
+
+        A read is only made when bytes are there to read (or within POLL_SECONDS), so a server
+        sending a byte now and then holds the thread no longer than the next look at the limits;
+        only a read inside a chunk header can wait longer, up to the read timeout, deadline or
+        :meth:`interrupt`.
+        """
         fetcher = self.fetcher
         raw = response
         connection = raw.connection
         digester = hashlib.new(self.digest_algorithm)
         length = 0
+        last_bytes = time.monotonic()
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                exchange.truncated = "time"
+            now = time.monotonic()
+            reason = limits.reason(now)
+            if reason is None and (now >= cap or now - last_bytes >= fetcher.read_timeout):
+                reason = "time"
+            if reason is not None:
+                exchange.truncated = reason
                 break
+            until = min(cap, last_bytes + fetcher.read_timeout, limits.deadline or cap)
             sock = getattr(connection, "sock", None)
-            if sock is not None:  # so that a server sending a byte now and then is stopped in time
-                sock.settimeout(min(fetcher.read_timeout, remaining))
+            if sock is not None:
+                if not _body_waiting(raw, sock, min(POLL_SECONDS, until - now)):
+                    continue
+                sock.settimeout(max(until - time.monotonic(), 0.001))
             try:
                 chunk = raw.read1(READ_BYTES, decode_content=False)
             except ReadTimeoutError:
-                exchange.truncated = "time"
+                exchange.truncated = limits.reason() or "time"
                 break
             except (ProtocolError, Urllib3SSLError, OSError, http.client.HTTPException):
-                exchange.truncated = "disconnect"
+                exchange.truncated = limits.reason() or "disconnect"
                 break
             if not chunk:
                 break
+            last_bytes = time.monotonic()
             room = fetcher.max_response_bytes - length
             if len(chunk) > room:
                 chunk = chunk[:room]
@@ -422,6 +467,51 @@ class FetchSession:
                 break
         exchange.body_length = length
         exchange.payload_digest = format_digest(digester, self.digest_algorithm)
+
+
+class _Limits:
+    """What may end a fetch besides its own caps: a deadline, and ``interrupted()``."""
+
+    def __init__(self, deadline: float | None, deadline_reason: str, interrupted):
+        self.deadline = deadline
+        self.deadline_reason = deadline_reason
+        self.interrupted = interrupted
+
+    def reason(self, now: float | None = None) -> str | None:
+        """Why the fetch must end now, or None."""
+        if self.interrupted is not None:
+            reason = self.interrupted()
+            if reason:
+                return reason
+        if self.deadline is not None and (now or time.monotonic()) >= self.deadline:
+            return self.deadline_reason
+        return None
+
+
+def _body_waiting(response, sock, wait: float) -> bool:
+    """Whether a read of the body would find bytes: already buffered, or arriving within ``wait`` s.
+
+    Reads with a short socket timeout cannot be used for this: a timeout inside urllib3 closes the
+    connection, and http.client may have consumed part of a chunk header. So the buffered reader is
+    peeked at without blocking, then the socket polled.
+    """
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True
+    answer = getattr(response, "_fp", None)  # http.client's response
+    reader = getattr(answer, "fp", None)  # and its buffered reader of the socket
+    if reader is None or getattr(answer, "length", None) == 0:
+        return True  # the body is complete, or empty (a 304, a HEAD): the read says so at once
+    sock.settimeout(0)  # a peek at an empty buffer then reads nothing rather than waiting
+    try:
+        if reader.peek(1):
+            return True
+    except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+        pass
+    except (OSError, ValueError):
+        return True  # let the read say what is wrong
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLPRI)
+    return bool(poller.poll(max(wait, 0) * 1000))
 
 
 def _merged(own: dict[str, str], given: dict[str, str]) -> dict[str, str]:

@@ -27,7 +27,8 @@ from harvest.crawler.dedup import (
     same_payload,
     stored_exchange,
 )
-from harvest.crawler.extractors import Document, ExtractOptions, extract_links
+from harvest.crawler.extractors import Document, ExtractOptions, extract
+from harvest.crawler.extractors.html import HTML_TYPES
 from harvest.crawler.fetch import Exchange, FetchSession
 from harvest.crawler.frontier import Candidate, Frontier
 from harvest.crawler.rendering import RENDER_OFF, AnswerCache, PageRender, answer_of, wants_render
@@ -69,6 +70,9 @@ NAVIGATION_HOPS = frozenset("LM")
 REQUISITE_CHAIN = 5  # components of components outside the scope, at most this deep (CSS imports…)
 RENDER_WAIT = 0.2  # seconds before a site whose page waits for a browser asks again
 EXTERNAL_LINKS_KEPT = 10_000  # distinct external URLs counted per site; beyond, only the total
+# Why a fetch was cut short by the crawl rather than by the server or the fetch caps (Exchange.truncated).
+STOPPED = "stopped"
+DEADLINE = "deadline"
 
 
 @dataclass
@@ -107,6 +111,11 @@ class SiteSettings:
     render_behaviour_seconds: float = 10.0
     viewport: tuple[int, int] = (1366, 768)
     render_cache_bytes: int = 16 * 1024 * 1024  # answers kept to give the browser again without asking
+    # What one hostile site can make the worker hold (docs/harvesting.md, "Limits a hostile site meets").
+    max_queued_urls: int = 200_000  # URLs waiting in the frontier; links found beyond are dropped, counted
+    extract_max_bytes: int = 16 * 1024 * 1024  # of a decoded document read for links (sitemaps, CSS…)
+    extract_max_html_bytes: int = 4 * 1024 * 1024  # of an HTML page: its parse costs ~30 times its size
+    extract_max_links: int = 50_000  # per document; those beyond are counted, not queued
 
     @property
     def site(self) -> str:
@@ -169,6 +178,8 @@ class SiteCrawl:
             javascript=settings.extract_javascript,
             forms=settings.extract_forms,
             sitemaps=settings.extract_sitemaps,
+            max_links=settings.extract_max_links,
+            max_bytes=settings.extract_max_bytes,
         )
         self.robots = RobotsCache(session.fetcher.user_agent)
         self.frontier = Frontier()
@@ -185,6 +196,9 @@ class SiteCrawl:
         self.external_links: Counter[str] = Counter()
         self.external_total = 0
         self.trapped = 0
+        self.queue_full = 0  # links not queued because the frontier was full
+        self.links_skipped = 0  # links beyond a document's cap
+        self.documents_cut = 0  # documents read for links only up to the byte cap
         self.duplicates = 0  # revisits written instead of responses
         self.duplicate_bytes = 0  # payload bytes they did not store again
         self.collisions = 0  # digest matches whose bytes differed (stored in full)
@@ -211,8 +225,12 @@ class SiteCrawl:
     # -- what the engine calls -------------------------------------------------------------
 
     def request_stop(self, reason: str = OPERATOR) -> None:
-        """Ask the crawl to end at its next step, with ``reason`` (operator, or time limit)."""
+        """Ask the crawl to end at its next step, with ``reason`` (operator, or time limit).
+
+        A fetch under way is cut at once (its record kept, marked truncated "stopped").
+        """
         self._stop_requested = reason
+        self.session.interrupt()
 
     def step(self) -> float | None:
         """Fetch one URL. Returns the delay (s) before the next step, or None when the crawl has ended."""
@@ -243,14 +261,14 @@ class SiteCrawl:
         busy = exchange.duration  # the politeness delay follows from the time the site took to answer
         try:
             if stored is not None and exchange.error is None and exchange.status == 304:
-                self._store_not_modified(candidate, exchange, previous, stored)
-                self._queue_links(candidate, stored)  # as deep as the first time: the stored page's links
+                # as deep as the first time: the stored page's links
+                notes = self._queue_links(candidate, stored)
+                self._store_not_modified(candidate, exchange, previous, stored, notes)
                 if wants_render(self, candidate, stored):
                     busy += self._render(candidate, stored)
             else:
-                self._store(candidate, exchange, stored=stored)
-                if exchange.error is None:
-                    self._queue_links(candidate, exchange)
+                notes = self._queue_links(candidate, exchange) if exchange.error is None else []
+                self._store(candidate, exchange, notes, stored=stored)
                 if wants_render(self, candidate, exchange):
                     busy += self._render(candidate, exchange)
         finally:
@@ -314,6 +332,9 @@ class SiteCrawl:
             "bytes": self.bytes,
             "errors": self.errors,
             "trapped": self.trapped,
+            "queue_full": self.queue_full,
+            "links_skipped": self.links_skipped,
+            "documents_cut": self.documents_cut,
             "duplicates": self.duplicates,
             "duplicate_bytes": self.duplicate_bytes,
             "collisions": self.collisions,
@@ -324,6 +345,8 @@ class SiteCrawl:
             },
             "external_links": self.external_total,
             "seconds": round(time.time() - self.started, 3),
+            # Saved rules RE2 cannot run (from before patterns were checked with it): not applied.
+            **({"skipped_rules": self.scope.skipped_rules} if self.scope.skipped_rules else {}),
             **(
                 {
                     "pages_rendered": self.pages_rendered,
@@ -349,26 +372,50 @@ class SiteCrawl:
             sitemap = RobotsCache.key(canonical) + "/sitemap.xml"
             self.frontier.add_component(Candidate(sitemap, "P", canonical, True))
 
-    def _queue_links(self, candidate: Candidate, exchange: Exchange) -> None:
+    def _queue_links(self, candidate: Candidate, exchange: Exchange) -> list[str]:
+        """Queue the links of ``exchange``; the crawl log annotations saying what the limits left out."""
         if exchange.status >= 400:
-            return
+            return []
         redirect = exchange.status >= 300
         if not redirect and exchange.content_type not in EXTRACTED_TYPES:
-            return
+            return []
+        notes = []
+        body = b""  # a redirect's links are in its headers
+        if not redirect:
+            settings = self.settings
+            html = exchange.content_type in HTML_TYPES or not exchange.content_type
+            limit = settings.extract_max_html_bytes if html else settings.extract_max_bytes
+            body = exchange.decoded_body(limit + 1)  # decoded in chunks, never further than this
+            if len(body) > limit:
+                body = body[:limit]
+                notes.append(f"links-read:{limit}-bytes")
+                self.documents_cut += 1
         document = Document(
             url=candidate.url,
             status=exchange.status,
             headers=exchange.headers,
             content_type=exchange.content_type,
             charset=exchange.charset,
-            body=b"" if redirect else exchange.decoded_body(),  # a redirect's links are in its headers
+            body=body,
         )
-        for link in extract_links(document, self.options):
+        found = extract(document, self.options)
+        del document, body
+        if found.skipped:
+            notes.append(f"links-skipped:{found.skipped}")
+            self.links_skipped += found.skipped
+        full = self.queue_full
+        for link in found.links:
             self._consider(candidate, link.url, link.hop)
+        if self.queue_full > full:
+            notes.append(f"queue-full:{self.queue_full - full}")
+        return notes
 
     def _consider(self, source: Candidate, url: str, hop: str) -> None:
         canonical = canonicalize(url)
         if canonical is None or self.frontier.seen(canonical):
+            return
+        if len(self.frontier) + len(self.waiting) >= self.settings.max_queued_urls:
+            self.queue_full += 1  # not marked seen: a later page may queue it when there is room
             return
         hop_path = source.hop_path + hop
         if hop == "R":
@@ -437,7 +484,17 @@ class SiteCrawl:
     def _fetch(self, url: str, headers: dict | None = None, **options) -> Exchange:
         with self._lock:
             self.current_url = url
-        return self.session.fetch(url, headers=headers or None, **options)
+        deadline = self.settings.deadline
+        if deadline is not None:
+            crawl_deadline = time.monotonic() + (deadline - time.time())  # as the fetch measures time
+            if options.get("deadline") is None or crawl_deadline <= options["deadline"]:
+                options["deadline"] = crawl_deadline
+                options["deadline_reason"] = DEADLINE
+        return self.session.fetch(url, headers=headers or None, interrupted=self._interrupted, **options)
+
+    def _interrupted(self) -> str | None:
+        """Why the fetch under way must end now (asked by it between reads)."""
+        return STOPPED if self._stop_requested else None
 
     def _fetch_robots(self, robots_url: str, *, via: str) -> float:
         exchange = self._fetch(robots_url)
@@ -556,7 +613,7 @@ class SiteCrawl:
         )
 
     def _store_not_modified(
-        self, candidate: Candidate, exchange: Exchange, previous: Original, stored: Exchange
+        self, candidate: Candidate, exchange: Exchange, previous: Original, stored: Exchange, notes: list[str]
     ) -> None:
         """A 304 to a conditional request: a server-not-modified revisit of the previous capture."""
         head = Exchange(
@@ -576,7 +633,7 @@ class SiteCrawl:
             mime=stored.content_type,
             duration=exchange.duration,
             digest=previous.digest,
-            annotations=["duplicate:server-not-modified"],
+            annotations=["duplicate:server-not-modified", *notes],
         )
 
     def _count(self, exchange: Exchange, *, saved: int | None, mime: str) -> None:

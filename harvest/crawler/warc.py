@@ -55,6 +55,18 @@ DEFAULT_WARCINFO = {
     "conformsTo": "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
 }
 # What a file name says: {prefix}-{job}-{YYYYMMDDhhmmss}-{serial}-{host}.warc.gz (search, not match).
+# WARC 1.1 names four truncation reasons; the crawler's own ("stopped", "deadline") are written as the
+# nearest of them, and kept as they are in the crawl log ("truncated:stopped").
+WARC_TRUNCATION_REASONS = ("length", "time", "disconnect", "unspecified")
+_TRUNCATED_AS = {"deadline": "time"}
+
+
+def warc_truncated(reason: str) -> str:
+    """The ``WARC-Truncated`` value of an exchange cut for ``reason``."""
+    reason = _TRUNCATED_AS.get(reason, reason)
+    return reason if reason in WARC_TRUNCATION_REASONS else "unspecified"
+
+
 FILE_NAME = re.compile(r"-(?P<job>\d+)-(?P<stamp>\d{14})-\d{5,}-[^/]*\.warc\.gz$")
 
 
@@ -276,7 +288,7 @@ class WarcWriter:
                 *_common_headers("response", response_id, _warc_date(exchange.started_at), exchange.url),
                 *([("WARC-IP-Address", exchange.peer_ip)] if exchange.peer_ip else []),
                 ("WARC-Concurrent-To", request_id),
-                *([("WARC-Truncated", exchange.truncated)] if exchange.truncated else []),
+                *([("WARC-Truncated", warc_truncated(exchange.truncated))] if exchange.truncated else []),
                 ("WARC-Payload-Digest", payload_digest),
                 ("WARC-Block-Digest", block_digest),
             ],

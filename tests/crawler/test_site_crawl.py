@@ -281,3 +281,13 @@ def test_dynamic_and_static_pages_are_served_in_turn_after_components():
     order = [frontier.pop().url.rsplit("/", 1)[-1] for _ in range(len(frontier))]
     assert order == ["style.css", "list?q=a", "s1.html", "list?q=b", "s2.html", "s3.html"]
     assert frontier.pop() is None
+
+
+def test_a_saved_rule_re2_cannot_run_is_reported_and_the_crawl_goes_on(site, tmp_path):
+    """Rules saved before patterns were checked with RE2: the crawl skips one it cannot run and says so."""
+    result = crawl(tmp_path, [site.url("/")], reject_rules=[r"(a)\1", "/never-there/"])
+    assert len(result.fetched) > 1
+    report = result.crawl.report()
+    assert [rule["rule"] for rule in report["skipped_rules"]] == [r"(a)\1"]
+    assert report["skipped_rules"][0]["kind"] == "reject"
+    assert "skipped_rules" not in crawl(tmp_path / "again", [site.url("/")], max_objects=2).crawl.report()

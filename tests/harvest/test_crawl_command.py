@@ -61,7 +61,12 @@ def test_the_address_guard_applies_to_ad_hoc_crawls(site, tmp_path, capsys, sett
     ("arguments", "message"),
     [
         (["ftp://example.org/"], r"Not an http\(s\) URL: ftp://example.org/"),
-        (["http://example.org/", "--accept", "("], "Invalid regular expression"),
+        (["http://example.org/", "--accept", "("], "--accept: “\\(” is not a valid regular expression"),
+        (
+            ["http://example.org/", "--reject", r"\.(?!html)"],
+            r"--reject: .* cannot be used: look-ahead and look-behind .* are not supported: .*RE2",
+        ),
+        (["http://example.org/", "--reject", r"(\w)\1"], r"back-references .* are not supported"),
         (["http://example.org/", "--delay", "-1"], "--delay cannot be negative"),
         (["http://example.org/", "--depth", "-2"], "--depth cannot be negative"),
         (["http://example.org/", "--threads", "0"], "--threads must be at least 1"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from .base import Document, ExtractOptions, Extractor, Link
 from .css import CssExtractor
@@ -18,7 +19,16 @@ from .javascript import JavaScriptExtractor
 from .sitemap import SitemapExtractor
 from .text import TextExtractor
 
-__all__ = ["EXTRACTORS", "Document", "ExtractOptions", "Extractor", "Link", "extract_links"]
+__all__ = [
+    "EXTRACTORS",
+    "Document",
+    "ExtractOptions",
+    "Extraction",
+    "Extractor",
+    "Link",
+    "extract",
+    "extract_links",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -34,23 +44,47 @@ EXTRACTORS: list[Extractor] = [
 ]
 
 
+@dataclass
+class Extraction:
+    """The links of one document (at most ``options.max_links``), and how many more were found."""
+
+    links: list[Link] = field(default_factory=list)
+    skipped: int = 0  # found beyond the cap (each occurrence counted, duplicates too)
+
+
 def extract_links(
     document: Document,
     options: ExtractOptions = DEFAULT_OPTIONS,
     extractors: Iterable[Extractor] | None = None,
 ) -> list[Link]:
     """The links of ``document`` found by every extractor that reads it, without duplicates; never raises."""
-    links: list[Link] = []
+    return extract(document, options, extractors).links
+
+
+def extract(
+    document: Document,
+    options: ExtractOptions = DEFAULT_OPTIONS,
+    extractors: Iterable[Extractor] | None = None,
+) -> Extraction:
+    """Like :func:`extract_links`, at most ``options.max_links`` of them, with the count of the others."""
+    found = Extraction()
+    links = found.links
     seen: set[tuple[str, str]] = set()
     for extractor in EXTRACTORS if extractors is None else extractors:
         try:
             if not extractor.accepts(document):
                 continue
-            for link in extractor.extract(document, options):
+            extracted = extractor.extract(document, options)
+            for link in extracted:
                 key = (link.url, link.hop)
-                if key not in seen:
-                    seen.add(key)
-                    links.append(link)
+                if key in seen:
+                    continue
+                if len(links) >= options.max_links:
+                    found.skipped += 1  # counted, not kept (nor remembered: duplicates count too)
+                    continue
+                seen.add(key)
+                links.append(link)
+            found.skipped += getattr(extracted, "skipped", 0)
         except Exception:
             # Malformed input must not stop a crawl: keep what was found, say what broke at debug level.
             logger.debug(
@@ -59,4 +93,4 @@ def extract_links(
                 document.url,
                 exc_info=True,
             )
-    return links
+    return found

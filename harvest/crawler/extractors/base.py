@@ -54,11 +54,36 @@ class Document:
 
 @dataclass(frozen=True)
 class ExtractOptions:
-    """Which optional kinds of links to look for."""
+    """Which optional kinds of links to look for, and how many to keep."""
 
     javascript: bool = True
     forms: bool = False
     sitemaps: bool = True
+    max_links: int = 50_000  # per document: the others are counted as skipped, not kept
+    max_bytes: int = 16 * 1024 * 1024  # of what a compressed sitemap decompresses to
+
+
+class LinkList(list):
+    """A document's links as an extractor collects them: at most ``limit``, the others only counted.
+
+    An extractor that builds its links in a list uses one, so that a page of a million links never
+    makes a million objects.
+    """
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+        self.skipped = 0
+
+    def append(self, link: Link) -> None:
+        if len(self) < self.limit:
+            super().append(link)
+        else:
+            self.skipped += 1
+
+    def extend(self, links: Iterable[Link]) -> None:
+        for link in links:
+            self.append(link)
 
 
 class Extractor(Protocol):

@@ -74,4 +74,4 @@ class CssExtractor:
     def extract(self, document: Document, options: ExtractOptions) -> Iterable[Link]:
         """Every ``@import``, ``url()`` and ``image-set()`` reference."""
         text, encoding = decode_document(document, sniff_css_charset)
-        return list(css_links(text, Resolver(document.url, encoding)))
+        return css_links(text, Resolver(document.url, encoding))  # lazily: extract() stops at its cap

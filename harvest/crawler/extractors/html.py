@@ -31,6 +31,7 @@ from .base import (
     Document,
     ExtractOptions,
     Link,
+    LinkList,
     Resolver,
     decode_document,
     hop_for_relations,
@@ -183,7 +184,7 @@ class _Page:
         self.resolver = resolver
         self.options = options
         self.srcdoc = srcdoc
-        self.links: list[Link] = []
+        self.links: list[Link] = LinkList(options.max_links)
 
     def add(self, reference: str | None, hop: str, context: str) -> None:
         if reference:
@@ -236,9 +237,9 @@ class _Page:
             document = attributes.get("srcdoc")
             if document and not self.srcdoc:  # one level: a srcdoc inside a srcdoc is not read
                 resolver = self.resolver
-                self.links.extend(
-                    html_links(document, resolver.base, resolver.encoding, self.options, srcdoc=True)
-                )
+                links = html_links(document, resolver.base, resolver.encoding, self.options, srcdoc=True)
+                self.links.extend(links)
+                self.links.skipped += links.skipped
 
 
 def looks_like_html(body: bytes) -> bool:

@@ -117,4 +117,4 @@ class JavaScriptExtractor:
         if not options.javascript:
             return []
         text, encoding = decode_document(document)
-        return list(script_links(text, Resolver(document.url, encoding)))
+        return script_links(text, Resolver(document.url, encoding))  # lazily: extract() stops at its cap

@@ -113,15 +113,15 @@ class SitemapExtractor:
             return [Link(url, SITEMAP, "robots/sitemap") for url in urls if url]
         body = document.body
         if body[:2] == _GZIP_MAGIC:
-            body = gunzip(body)
+            body = gunzip(body, min(MAX_UNCOMPRESSED, options.max_bytes))
         declared = None if body is not document.body else document.charset
         text, _ = decode(body, declared=declared, sniff=sniff_xml_charset)
         head = text[:65536]  # the root element, after the XML declaration and any comments
         if _INDEX.search(head):
-            return list(_xml_links(text, "sitemapindex", resolver))
+            return _xml_links(text, "sitemapindex", resolver)  # lazily: extract() stops at its cap
         if _URLSET.search(head):
-            return list(_xml_links(text, "sitemap", resolver))
+            return _xml_links(text, "sitemap", resolver)
         if is_text_sitemap(document):
             urls = (resolver.resolve(match.group(1)) for match in _TEXT_URL.finditer(text))
-            return [Link(url, SITEMAP, "sitemap/text") for url in urls if url]
+            return (Link(url, SITEMAP, "sitemap/text") for url in urls if url)
         return []

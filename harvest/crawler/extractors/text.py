@@ -42,9 +42,7 @@ class TextExtractor:
         """Every absolute web URL in the text."""
         text, encoding = decode_document(document)
         resolver = Resolver(document.url, encoding)
-        links = []
-        for match in _URL.finditer(text):
+        for match in _URL.finditer(text):  # lazily: extract() stops at its cap
             url = resolver.resolve(_trim(match.group(0)))
             if url:
-                links.append(Link(url, NAVIGATION, "text"))
-        return links
+                yield Link(url, NAVIGATION, "text")

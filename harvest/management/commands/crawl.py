@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from collections import defaultdict
@@ -18,6 +17,7 @@ from harvest.crawler.rendering import RENDER_ALL, RENDER_OFF
 from harvest.crawler.site import SiteCrawl, SiteSettings
 from harvest.crawler.urls import canonicalize, host_of
 from harvest.worker import browser_pool, fetcher, trap_limits, warcinfo, worker_host
+from webarchive.patterns import PatternError, compile_user_pattern
 
 POLICIES = ("page", "clicks", "path", "host", "domain")
 
@@ -81,11 +81,12 @@ class Command(BaseCommand):
             if canonical is None:
                 raise CommandError(f"Not an http(s) URL: {url}")
             seeds_by_host[host_of(canonical)].append(canonical)
-        for rule in options["accept"] + options["reject"]:
-            try:
-                re.compile(rule)
-            except re.error as error:
-                raise CommandError(f"Invalid regular expression {rule!r}: {error}") from None
+        for kind in ("accept", "reject"):
+            for rule in options[kind]:
+                try:
+                    compile_user_pattern(rule)  # what the crawler runs them with: RE2, in linear time
+                except PatternError as error:
+                    raise CommandError(f"--{kind}: {error}") from None
         if not 5 <= options["page_seconds"] <= 300:
             raise CommandError("--page-seconds must be between 5 and 300.")
         for name in ("delay", "max_seconds"):
