@@ -571,7 +571,7 @@ def test_job_captures_filter_by_status_and_mime_keeping_the_counts_of_the_whole_
     ]
     bad = librarian.get(url, {"status": "abc"})
     assert bad.status_code == 200
-    assert "Enter a number." in text(bad)
+    assert "Enter a whole number." in text(bad)
 
 
 def test_an_engineer_reaches_a_jobs_captures_from_the_job_page(client, archive, job):
