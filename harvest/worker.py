@@ -310,6 +310,7 @@ def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
     try:
         handle = engine().submit(crawl)
         while not _wait(handle, settings.HARVEST_PROGRESS_INTERVAL, dedup):
+            handle.stop_if_overdue()
             if site_crawl_progress(entry_id=entry_id, job_id=job.pk, progress=crawl.progress()):
                 handle.stop(OPERATOR)
             files.register_closed()

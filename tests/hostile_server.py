@@ -90,6 +90,7 @@ class _Handler(BaseHTTPRequestHandler):
             "/bomb": self._bomb,
             "/dribble": self._dribble,
             "/endless": self._endless,
+            "/slow-headers": self._slow_headers,
         }.get(parts.path)
         try:
             if route is not None:
@@ -169,6 +170,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             if interval:
                 self.server.stopping.wait(interval)
+
+
+    def _slow_headers(self, query: dict) -> None:
+        """A status line, then a header a byte at a time, never ending: no body is ever reached."""
+        interval = float(query.get("interval", 0.5))
+        self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+        self.wfile.flush()
+        self.server.answer_started(self.path).set()
+        while not self.server.stopping.wait(interval):
+            self.wfile.write(b"x")
+            self.wfile.flush()
 
 
 def main() -> None:  # pragma: no cover - by hand: python -m tests.hostile_server

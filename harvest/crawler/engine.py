@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from harvest.crawler.site import OPERATOR, SiteCrawl
+from harvest.crawler.site import OPERATOR, TIME_LIMIT, SiteCrawl
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,11 @@ class SiteHandle:
         """End the crawl at its next step, at once if it is waiting out a delay."""
         self.crawl.request_stop(reason)
         self.engine._wake(self)
+
+    def stop_if_overdue(self) -> None:
+        """Stop the crawl once its time limit has passed (a fetch under way cut, headers included)."""
+        if self.crawl.overdue():
+            self.stop(TIME_LIMIT)
 
     def _finished(self) -> None:
         self._done.set()
@@ -173,6 +178,8 @@ def run_sites(crawls: list[SiteCrawl], *, threads: int = 8, on_progress=None, in
     try:
         for handle in handles:
             while not handle.wait(interval):
+                for each in handles:
+                    each.stop_if_overdue()
                 if on_progress is not None:
                     on_progress()
     except BaseException:

@@ -232,6 +232,16 @@ class SiteCrawl:
         self._stop_requested = reason
         self.session.interrupt()
 
+    def overdue(self) -> bool:
+        """Whether the time limit has passed and no stop has been asked for yet.
+
+        Whoever watches the crawl then stops it (``SiteHandle.stop_if_overdue``): the fetch looks
+        at the deadline between reads of the body, but a server sending its headers a byte at a
+        time is only cut from outside.
+        """
+        deadline = self.settings.deadline
+        return deadline is not None and not self._stop_requested and time.time() >= deadline
+
     def step(self) -> float | None:
         """Fetch one URL. Returns the delay (s) before the next step, or None when the crawl has ended."""
         reason = self._stop_reason()
@@ -494,7 +504,9 @@ class SiteCrawl:
 
     def _interrupted(self) -> str | None:
         """Why the fetch under way must end now (asked by it between reads)."""
-        return STOPPED if self._stop_requested else None
+        if not self._stop_requested:
+            return None
+        return DEADLINE if self._stop_requested == TIME_LIMIT else STOPPED
 
     def _fetch_robots(self, robots_url: str, *, via: str) -> float:
         exchange = self._fetch(robots_url)

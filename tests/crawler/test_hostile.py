@@ -137,6 +137,19 @@ def test_the_crawl_deadline_cuts_a_dribbling_response(hostile, tmp_path):
 
 
 @pytest.mark.timeout(60)
+def test_the_crawl_deadline_cuts_a_server_sending_its_headers_a_byte_at_a_time(hostile, tmp_path):
+    # Every read gets a byte within the read timeout: only the watcher of the crawl can end it.
+    url = hostile.url("/slow-headers?interval=0.5")
+    crawl, writer, log = _site_crawl(tmp_path, url, deadline=time.time() + 2)
+    with writer, log:
+        run_sites([crawl], threads=1, interval=0.5)
+    assert crawl.stop_reason == TIME_LIMIT
+    # The socket shut, what had come of the head is the record: marked truncated, the reason logged.
+    assert "truncated:deadline" in _log_fields(tmp_path, url)[-1]
+    assert _records(tmp_path)[url] == {"truncated": "time", "body": b""}
+
+
+@pytest.mark.timeout(60)
 @pytest.mark.parametrize(
     "path",
     [
