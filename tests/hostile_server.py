@@ -171,7 +171,6 @@ class _Handler(BaseHTTPRequestHandler):
             if interval:
                 self.server.stopping.wait(interval)
 
-
     def _slow_headers(self, query: dict) -> None:
         """A status line, then a header a byte at a time, never ending: no body is ever reached."""
         interval = float(query.get("interval", 0.5))
