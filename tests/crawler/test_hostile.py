@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -67,12 +66,24 @@ def crawl_in_child(url: str, max_objects: int) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _peak_resident_mb() -> float:
+    """This process's own peak resident memory since it started its program (VmHWM, Linux).
+
+    Not ``getrusage().ru_maxrss``: it keeps the peak of the process before ``exec``, a fork of the
+    test runner, whose own size (hundreds of MB late in a full run) would be read instead.
+    """
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024  # kB
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
 def _child(url: str, max_objects: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         crawl, writer, log = _site_crawl(Path(folder), url, max_objects=max_objects)
         with writer, log:
             run_sites([crawl], threads=1)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kilobytes on Linux
+        peak = _peak_resident_mb()
         report = crawl.report()
         print(json.dumps({"peak_mb": peak, **report}))
 
