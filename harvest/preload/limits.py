@@ -29,6 +29,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile
 from django.template.defaultfilters import filesizeformat
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from harvest.preload.dns import parse_nameserver
@@ -76,8 +77,6 @@ def too_large_message(file_name: str) -> str:
 
 def upload_folder() -> Path:
     """A new folder of ``PRELOAD_UPLOAD_DIR`` for one run's lists (not created yet)."""
-    from django.utils import timezone
-
     return Path(settings.PRELOAD_UPLOAD_DIR) / f"{timezone.now():%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:8]}"
 
 
