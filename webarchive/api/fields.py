@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime, time
 
 from django.db import models
 from django.utils import timezone
+from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -29,7 +30,14 @@ DATE_MIN = date(1900, 1, 1)
 DATE_MAX = date(2999, 12, 31)
 DATETIME_MIN = datetime.combine(DATE_MIN, time.min, tzinfo=UTC)
 DATETIME_MAX = datetime.combine(DATE_MAX, time.max, tzinfo=UTC)
-DATE_RANGE_MESSAGE = _("Dates go from %(min)s to %(max)s.") % {"min": DATE_MIN, "max": DATE_MAX}
+
+
+def _date_range_message() -> str:
+    return _("Dates go from %(min)s to %(max)s.") % {"min": DATE_MIN, "max": DATE_MAX}
+
+
+# Translated when it is shown, not once at import (``%`` on a lazy string would do it then).
+DATE_RANGE_MESSAGE = lazy(_date_range_message, str)()
 
 
 class IdField(serializers.IntegerField):
