@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harvest.crawler.extractors import EXTRACTORS, Document, ExtractOptions, Link, extract_links
+from harvest.crawler.extractors import EXTRACTORS, Document, ExtractOptions, Link, extract
 
 PAGE = "http://example.com/dir/page.html"
 ALL = ExtractOptions(javascript=True, forms=True, sitemaps=True)
@@ -21,7 +21,7 @@ def document(body, content_type="text/html", *, url=PAGE, status=200, headers=()
 
 
 def links(body, content_type="text/html", options=ALL, **fields):
-    return extract_links(document(body, content_type, **fields), options)
+    return extract(document(body, content_type, **fields), options).links
 
 
 def found(body, content_type="text/html", options=ALL, **fields):
@@ -687,7 +687,7 @@ def test_headers_are_read_whatever_the_type():
     assert urls(b"\x89PNG...", "image/png", headers=headers) == ["http://example.com/s.css"]
 
 
-# --- extract_links --------------------------------------------------------------------------------
+# --- extract ------------------------------------------------------------------------------------
 
 
 def test_duplicates_are_dropped_first_wins():
@@ -719,7 +719,7 @@ def test_a_broken_extractor_does_not_stop_the_others():
             return []
 
     extractors = [Refusing(), Broken(), *EXTRACTORS]
-    result = extract_links(document('<a href="/ok">ok</a>'), ALL, extractors)
+    result = extract(document('<a href="/ok">ok</a>'), ALL, extractors).links
     assert [link.url for link in result] == ["http://example.com/before-the-crash", "http://example.com/ok"]
 
 
@@ -761,7 +761,7 @@ _MARKUP = st.lists(
 
 
 def _run_every_extractor(doc, options):
-    """Call the extractors directly: extract_links would hide their exceptions."""
+    """Call the extractors directly: extract would hide their exceptions."""
     for extractor in EXTRACTORS:
         if extractor.accepts(doc):
             for link in extractor.extract(doc, options):
@@ -786,7 +786,7 @@ def test_extractors_never_raise(body, content_type, url, charset, status, header
     )
     _run_every_extractor(doc, ALL)
     _run_every_extractor(doc, ExtractOptions(javascript=False, forms=False, sitemaps=False))
-    assert isinstance(extract_links(doc, ALL), list)
+    assert isinstance(extract(doc, ALL).links, list)
 
 
 @settings(max_examples=100, deadline=None)

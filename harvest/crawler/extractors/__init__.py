@@ -1,4 +1,4 @@
-"""Link extractors, one module per format, and :func:`extract_links` that runs them.
+"""Link extractors, one module per format, and :func:`extract` that runs them.
 
 To support a new format, write a class with ``name``, ``accepts(document)`` and
 ``extract(document, options)`` (see :class:`.base.Extractor`) and add an
@@ -27,7 +27,6 @@ __all__ = [
     "Extractor",
     "Link",
     "extract",
-    "extract_links",
 ]
 
 logger = logging.getLogger(__name__)
@@ -52,21 +51,13 @@ class Extraction:
     skipped: int = 0  # found beyond the cap (each occurrence counted, duplicates too)
 
 
-def extract_links(
-    document: Document,
-    options: ExtractOptions = DEFAULT_OPTIONS,
-    extractors: Iterable[Extractor] | None = None,
-) -> list[Link]:
-    """The links of ``document`` found by every extractor that reads it, without duplicates; never raises."""
-    return extract(document, options, extractors).links
-
-
 def extract(
     document: Document,
     options: ExtractOptions = DEFAULT_OPTIONS,
     extractors: Iterable[Extractor] | None = None,
 ) -> Extraction:
-    """Like :func:`extract_links`, at most ``options.max_links`` of them, with the count of the others."""
+    """The links of ``document`` found by every extractor that reads it, without duplicates, at most
+    ``options.max_links`` of them, with the count of the others; never raises."""
     found = Extraction()
     links = found.links
     seen: set[tuple[str, str]] = set()
