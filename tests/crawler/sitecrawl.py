@@ -44,6 +44,7 @@ class Crawl:
                             "digest": record.rec_headers.get_header("WARC-Payload-Digest"),
                             "body": record.content_stream().read(),
                             "status": int(record.http_headers.get_statuscode()),
+                            "truncated": record.rec_headers.get_header("WARC-Truncated"),
                         }
         return found
 
@@ -56,12 +57,15 @@ def crawl(
     threads=2,
     dedup=None,
     browsers=None,
+    run=None,
     **options,
 ) -> Crawl:
     """Crawl ``seeds`` as one site, no politeness delay unless asked, into ``directory``.
 
     ``dedup``: a dedup index (harvest.crawler.dedup) to write revisits and send conditional requests;
-    ``browsers``: a browser.BrowserPool for the pages to render (with ``render="seeds"`` or ``"all"``).
+    ``browsers``: a browser.BrowserPool for the pages to render (with ``render="seeds"`` or ``"all"``);
+    ``run``: what crawls the SiteCrawl (``run_sites`` with ``threads`` unless given: a test that
+    stops it, say, runs it on an engine of its own).
     """
     options = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0, **options}
     files: list = []
@@ -83,6 +87,9 @@ def crawl(
             dedup=dedup,
             browsers=browsers,
         )
-        run_sites([site_crawl], threads=threads)
+        if run is None:
+            run_sites([site_crawl], threads=threads)
+        else:
+            run(site_crawl)
         writer.close()
     return Crawl(site_crawl, directory, files)

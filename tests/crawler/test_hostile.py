@@ -20,13 +20,11 @@ import time
 from pathlib import Path
 
 import pytest
-from warcio.archiveiterator import ArchiveIterator
 
-from harvest.crawler import warc
-from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.engine import CrawlEngine, run_sites
 from harvest.crawler.fetch import Fetcher
-from harvest.crawler.site import OPERATOR, TIME_LIMIT, SiteCrawl, SiteSettings
+from harvest.crawler.site import OPERATOR, TIME_LIMIT, SiteCrawl
+from tests.crawler.sitecrawl import Crawl, crawl
 from tests.hostile_server import HostileServer
 
 MEMORY_BUDGET_MB = 300  # per site (docs/harvesting.md, "Limits a hostile site meets")
@@ -39,18 +37,9 @@ def hostile():
         yield server
 
 
-def _site_crawl(directory: Path, url: str, **options) -> tuple[SiteCrawl, warc.WarcWriter, CrawlLog]:
-    options = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0, "obey_robots": False, **options}
-    writer = warc.WarcWriter(directory=directory, prefix="t", job_id=1, host="t", warcinfo={})
-    log = CrawlLog(directory / "crawl.log")
-    session = Fetcher(user_agent="webarchive-test/1", address_check=lambda ip: None).session()
-    crawl = SiteCrawl(
-        SiteSettings(seeds=[url], extract_sitemaps=False, **options),
-        session=session,
-        writer=writer,
-        crawl_log=log,
-    )
-    return crawl, writer, log
+def _crawl(directory: Path, url: str, **options) -> Crawl:
+    """One site crawl of the hostile ``url`` alone: no robots.txt, no sitemaps."""
+    return crawl(directory, [url], obey_robots=False, extract_sitemaps=False, **options)
 
 
 def crawl_in_child(url: str, max_objects: int) -> dict:
@@ -80,11 +69,9 @@ def _peak_resident_mb() -> float:
 
 def _child(url: str, max_objects: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
-        crawl, writer, log = _site_crawl(Path(folder), url, max_objects=max_objects)
-        with writer, log:
-            run_sites([crawl], threads=1)
+        site_crawl = _crawl(Path(folder), url, max_objects=max_objects, threads=1).crawl
         peak = _peak_resident_mb()
-        report = crawl.report()
+        report = site_crawl.report()
         print(json.dumps({"peak_mb": peak, **report}))
 
 
@@ -115,49 +102,30 @@ def test_a_gzip_bomb_is_decoded_only_up_to_the_cap(hostile):
     assert result["bytes"] < 10 * 1024 * 1024  # the compressed body, as sent
 
 
-def _records(directory: Path) -> dict[str, dict]:
-    found = {}
-    for path in directory.glob("*.warc.gz"):
-        with path.open("rb") as stream:
-            for record in ArchiveIterator(stream):
-                if record.rec_type == "response":
-                    found[record.rec_headers.get_header("WARC-Target-URI")] = {
-                        "truncated": record.rec_headers.get_header("WARC-Truncated"),
-                        "body": record.content_stream().read(),
-                    }
-    return found
-
-
-def _log_fields(directory: Path, url: str) -> list[str]:
-    lines = (directory / "crawl.log").read_text().splitlines()
-    return next(line.split(" ") for line in lines if line.split(" ")[3] == url)
-
-
 @pytest.mark.timeout(60)
 def test_the_crawl_deadline_cuts_a_dribbling_response(hostile, tmp_path):
     # One byte every half second for 100,000 bytes: some 14 hours, had the deadline not cut it.
     url = hostile.url("/dribble?interval=0.5&bytes=100000")
-    crawl, writer, log = _site_crawl(tmp_path, url, deadline=time.time() + 2)
-    with writer, log:
-        run_sites([crawl], threads=1)
-    assert crawl.stop_reason == TIME_LIMIT
-    record = _records(tmp_path)[url]
+    result = _crawl(tmp_path, url, deadline=time.time() + 2, threads=1)
+    assert result.crawl.stop_reason == TIME_LIMIT
+    record = result.responses()[url]
     assert record["truncated"] == "time"
     assert 0 < len(record["body"]) < 100_000
-    assert "truncated:deadline" in _log_fields(tmp_path, url)[-1]
+    assert "truncated:deadline" in result.line(url)[-1]
 
 
 @pytest.mark.timeout(60)
 def test_the_crawl_deadline_cuts_a_server_sending_its_headers_a_byte_at_a_time(hostile, tmp_path):
     # Every read gets a byte within the read timeout: only the watcher of the crawl can end it.
     url = hostile.url("/slow-headers?interval=0.5")
-    crawl, writer, log = _site_crawl(tmp_path, url, deadline=time.time() + 2)
-    with writer, log:
-        run_sites([crawl], threads=1, interval=0.5)
-    assert crawl.stop_reason == TIME_LIMIT
+    result = _crawl(
+        tmp_path, url, deadline=time.time() + 2, run=lambda site: run_sites([site], threads=1, interval=0.5)
+    )
+    assert result.crawl.stop_reason == TIME_LIMIT
     # The socket shut, what had come of the head is the record: marked truncated, the reason logged.
-    assert "truncated:deadline" in _log_fields(tmp_path, url)[-1]
-    assert _records(tmp_path)[url] == {"truncated": "time", "body": b""}
+    assert "truncated:deadline" in result.line(url)[-1]
+    record = result.responses()[url]
+    assert (record["truncated"], record["body"]) == ("time", b"")
 
 
 @pytest.mark.timeout(60)
@@ -170,22 +138,24 @@ def test_the_crawl_deadline_cuts_a_server_sending_its_headers_a_byte_at_a_time(h
 )
 def test_a_stop_cuts_the_fetch_under_way(hostile, tmp_path, path):
     url = hostile.url(path)
-    crawl, writer, log = _site_crawl(tmp_path, url)
-    engine = CrawlEngine(threads=1, name="hostile")
-    with writer, log:
-        handle = engine.submit(crawl)
+
+    def stop_during_the_fetch(site: SiteCrawl) -> None:
+        engine = CrawlEngine(threads=1, name="hostile")
+        handle = engine.submit(site)
         assert hostile.answer_started(path).wait(10)
-        while crawl.progress().current_url != url:
+        while site.progress().current_url != url:
             threading.Event().wait(0.05)
         threading.Event().wait(0.5)  # some bytes in, and the reader waiting for more
         handle.stop(OPERATOR)
         handle.wait()
         engine.shutdown()
-    assert crawl.stop_reason == OPERATOR
-    record = _records(tmp_path)[url]
+
+    result = _crawl(tmp_path, url, run=stop_during_the_fetch)
+    assert result.crawl.stop_reason == OPERATOR
+    record = result.responses()[url]
     assert record["truncated"] == "unspecified"
     assert record["body"]
-    assert "truncated:stopped" in _log_fields(tmp_path, url)[-1]
+    assert "truncated:stopped" in result.line(url)[-1]
 
 
 @pytest.mark.timeout(60)
