@@ -12,7 +12,7 @@ export PATH := $(abspath $(BIN)):$(PATH)
 help:
 	@echo "make run    - set up and start the demo (web, workers, beat, replay) on http://127.0.0.1:8000/"
 	@echo "make test   - set up and run the test suite"
-	@echo "make lint   - ruff (lint + format check) and the migrations check"
+	@echo "make lint   - ruff (lint + format check), the layers (import-linter) and the migrations check"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found %s)" % sys.version.split()[0])'
@@ -66,6 +66,7 @@ test: $(VENV)/.installed-dev ldap
 lint: $(VENV)/.installed-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run --no-input
 
 format: $(VENV)/.installed-dev

@@ -282,7 +282,7 @@ def replicate_all(warc_ids: list[int]) -> int:
 
 def verify_all(replica_ids: list[int]) -> dict[str, int]:
     """``replica_verify`` of every replica: how many ended in each state."""
-    from storage.services.replication import replica_verify
+    from storage.services.audits import replica_verify
 
     states: dict[str, int] = {}
     for replica_id in replica_ids:
@@ -315,7 +315,7 @@ def benchmark(files: FileSet, *, work: Path, repeat: int, log) -> Result:
     """Every contender ``repeat`` times in turns, on the same files."""
     from benchmarks.indexing import Contender, in_process, run_timed
     from storage.models import Replica, WarcFile
-    from storage.services.replication import node_create
+    from storage.services.nodes import node_create
 
     warc_ids = register(files.files, log=log)
     digests = {Path(path): sha for path, sha in WarcFile.objects.values_list("path", "sha256")}

@@ -1,6 +1,9 @@
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from harvest.crawler import outcomes
+from webarchive.transitions import Transitions
+
 
 class DepthPolicy(models.TextChoices):
     """How far a site crawl goes from its seeds."""
@@ -67,7 +70,7 @@ class HarvestKind(models.TextChoices):
 
 
 class JobStatus(models.TextChoices):
-    """The life of a job; the legal transitions are ``harvest.services.jobs.JOB_TRANSITIONS``."""
+    """The life of a job; the legal changes are ``JOB_TRANSITIONS``."""
 
     NEW = "new", _("New")
     SUBMITTED = "submitted", _("Submitted")
@@ -77,25 +80,61 @@ class JobStatus(models.TextChoices):
     RESUBMITTED = "resubmitted", _("Resubmitted")
 
 
+# Moved by harvest.services.jobs.job_transition only. A failed job, or a submitted one that never
+# started, is resubmitted as a new job; done and resubmitted are final.
+JOB_TRANSITIONS = Transitions(
+    JobStatus,
+    {
+        JobStatus.NEW: {JobStatus.SUBMITTED},
+        JobStatus.SUBMITTED: {JobStatus.STARTED, JobStatus.RESUBMITTED},
+        JobStatus.STARTED: {JobStatus.DONE, JobStatus.FAILED},
+        JobStatus.FAILED: {JobStatus.RESUBMITTED},
+        JobStatus.DONE: set(),
+        JobStatus.RESUBMITTED: set(),
+    },
+    noun=_("job"),
+)
+
+
 class SiteState(models.TextChoices):
-    """Where the site crawl of one domain configuration in a job stands."""
+    """Where the site crawl of one domain configuration in a job stands (the legal changes:
+    ``SITE_CRAWL_TRANSITIONS``)."""
 
     QUEUED = "queued", _("Queued")
     RUNNING = "running", _("Running")
     ENDED = "ended", _("Ended")
 
 
-class StopReason(models.TextChoices):
-    """Why the crawl of one domain configuration in a job ended."""
+# A JobConfiguration's state, moved by harvest.services.crawls. Running -> running is a crawl
+# started over: its task redelivered after its worker died, or its heartbeat stopped. A queued
+# site ends without running when its job is stopped (or the watchdog fails the job).
+SITE_CRAWL_TRANSITIONS = Transitions(
+    SiteState,
+    {
+        SiteState.QUEUED: {SiteState.RUNNING, SiteState.ENDED},
+        SiteState.RUNNING: {SiteState.RUNNING, SiteState.ENDED},
+        SiteState.ENDED: set(),
+    },
+    noun=_("site crawl"),
+    field="state",
+)
 
-    COMPLETED = "completed", _("Completed")
-    OBJECT_LIMIT = "object-limit", _("Harvest object limit reached")
-    BYTE_LIMIT = "byte-limit", _("Harvest byte limit reached")
+
+class StopReason(models.TextChoices):
+    """Why the crawl of one domain configuration in a job ended.
+
+    The crawler's stop reasons (``harvest.crawler.outcomes``), and for a limit, whose it was: the
+    crawler's "object-limit" and "byte-limit" are the harvest's or the configuration's.
+    """
+
+    COMPLETED = outcomes.COMPLETED, _("Completed")
+    OBJECT_LIMIT = outcomes.OBJECT_LIMIT, _("Harvest object limit reached")
+    BYTE_LIMIT = outcomes.BYTE_LIMIT, _("Harvest byte limit reached")
     CONFIG_OBJECT_LIMIT = "config-object-limit", _("Configuration object limit reached")
     CONFIG_BYTE_LIMIT = "config-byte-limit", _("Configuration byte limit reached")
-    TIME_LIMIT = "time-limit", _("Time limit reached")
-    OPERATOR = "operator", _("Stopped by an operator")
-    FAILED = "failed", _("Failed")
+    TIME_LIMIT = outcomes.TIME_LIMIT, _("Time limit reached")
+    OPERATOR = outcomes.OPERATOR, _("Stopped by an operator")
+    FAILED = outcomes.FAILED, _("Failed")
 
     @classmethod
     def harvest_wide_limits(cls) -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """Pages of the planning side: each views module lists its own URL patterns."""
 
-from harvest.views import domains, planning, preload, quality, templates
+from harvest.views import domains, planning, preload, templates
 
 app_name = "harvest"
 
@@ -8,6 +8,5 @@ urlpatterns = [
     *domains.urlpatterns,
     *templates.urlpatterns,
     *planning.urlpatterns,
-    *quality.urlpatterns,
     *preload.urlpatterns,
 ]

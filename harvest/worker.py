@@ -21,8 +21,9 @@ from pathlib import Path
 
 from django.conf import settings
 
+from harvest import hooks
 from harvest.choices import DedupPolicy
-from harvest.crawler import warc
+from harvest.crawler import defaults, warc
 from harvest.crawler.browser import BEHAVIOURS, BrowserPool
 from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.dedup import MemoryDedupIndex
@@ -31,18 +32,11 @@ from harvest.crawler.fetch import Fetcher
 from harvest.crawler.recovery import recover_open_files
 from harvest.crawler.rendering import RENDER_OFF
 from harvest.crawler.site import OPERATOR, SiteCrawl, SiteSettings
+from harvest.models import ExternalLink
 from harvest.selectors import crawl_log_path
-from harvest.services.crawls import (
-    site_crawl_begin,
-    site_crawl_end,
-    site_crawl_progress,
-    warc_file_register,
-)
+from harvest.services.crawls import site_crawl_begin, site_crawl_end, site_crawl_progress
 from harvest.validators import trap_list
-from storage.services.dedup_index import CaptureDedupIndex
-from storage.services.indexing import CaptureRecorder, IndexConflict, warc_file_index
-from storage.warcindex import WarcReadError
-from webarchive.netguard import AddressPolicy
+from webarchive.addresses import address_policy
 
 logger = logging.getLogger(__name__)
 
@@ -86,11 +80,7 @@ def worker_host() -> str:
     return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname().split(".")[0]) or "worker"
 
 
-def address_policy() -> AddressPolicy:
-    return AddressPolicy(allow_private=settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES)
-
-
-def fetcher(digest_algorithm: str = "sha256") -> Fetcher:
+def fetcher(digest_algorithm: str = defaults.DIGEST_ALGORITHM) -> Fetcher:
     return Fetcher(
         user_agent=settings.HARVEST_USER_AGENT,
         address_check=address_policy().refusal,
@@ -122,7 +112,7 @@ class _JobFiles:
     job_id: int
     writer: warc.WarcWriter
     crawl_log: CrawlLog
-    captures: CaptureRecorder
+    captures: object  # what hooks.capture_recorder gives: record(info), flush()
     users: int = 0
     written: MemoryDedupIndex = field(default_factory=MemoryDedupIndex)  # for revisits within the job
     closed: list = field(default_factory=list)  # WarcFileInfo of files closed, not registered yet
@@ -142,12 +132,9 @@ class _JobFiles:
 
 
 def register_files(infos, *, job_id: int | None) -> None:
-    """Record closed WARC files and hand them to the storage side (the ingest chain)."""
-    from storage.tasks import send_ingest
-
-    registered = [warc_file_register(info=info, job_id=job_id).pk for info in infos]
-    if registered:
-        send_ingest(registered)
+    """Hand closed WARC files to the storage side (it registers them and sends their ingest chain)."""
+    if infos:
+        hooks.warc_files_closed.call(infos=list(infos), job_id=job_id, recovered=False)
 
 
 def _job_writer(job, *, description: str = "", on_file_closed, on_record=None) -> warc.WarcWriter:
@@ -169,7 +156,7 @@ def _acquire(job) -> _JobFiles:
         files = _jobs.get(job.pk)
         if files is None:
             holder: list[_JobFiles] = []
-            captures = CaptureRecorder(job_id=job.pk, directory=settings.HARVEST_WARC_DIR)
+            captures = hooks.capture_recorder.call(job_id=job.pk, directory=settings.HARVEST_WARC_DIR)
             writer = _job_writer(
                 job, on_file_closed=lambda info: holder[0].file_closed(info), on_record=captures.record
             )
@@ -200,14 +187,10 @@ def recover_warc_files() -> int:
     recovered = recover_open_files(directory, log=logger.warning)
     for info in recovered:
         match = warc.FILE_NAME.search(info.name)
+        # The dead writer's last captures were never indexed: the storage side indexes the whole file
+        # again; its ingest chain is sent by the storage check, as for any file left behind.
         job_id = int(match["job"]) if match else None
-        warc_file_register(info=info, job_id=job_id)
-        # The dead writer's last captures were never indexed: index the whole file again.
-        try:
-            warc_file_index(path=info.path, job_id=job_id)
-        except (WarcReadError, IndexConflict) as error:
-            logger.error("recovered WARC file not indexed: %s", error)
-        # Its ingest chain is sent by the storage check (storage.check), as for any file left behind.
+        hooks.warc_files_closed.call(infos=[info], job_id=job_id, recovered=True)
     return len(recovered)
 
 
@@ -232,16 +215,16 @@ def site_settings(entry, job) -> SiteSettings:
     return SiteSettings(
         seeds=entry.seed_urls,
         domain=entry.domain.name,
-        depth_policy=template.get("depth_policy", "host"),
-        clicks=template.get("clicks", 1),
-        max_hops=template.get("max_hops", 20),
+        depth_policy=template.get("depth_policy", defaults.DEPTH_POLICY),
+        clicks=template.get("clicks", defaults.CLICKS),
+        max_hops=template.get("max_hops", defaults.MAX_HOPS),
         accept_rules=list(template.get("accept_rules", [])),
         reject_rules=list(template.get("reject_rules", [])),
         crawler_traps=list(job.crawler_traps or []) + trap_list(entry.crawler_traps),
         obey_robots=template.get("obey_robots", True),
-        min_delay=template.get("min_delay", 1.0),
-        max_delay=template.get("max_delay", 30.0),
-        delay_factor=template.get("delay_factor", 5.0),
+        min_delay=template.get("min_delay", defaults.MIN_DELAY),
+        max_delay=template.get("max_delay", defaults.MAX_DELAY),
+        delay_factor=template.get("delay_factor", defaults.DELAY_FACTOR),
         max_request_rate=entry.max_request_rate,
         extract_javascript=template.get("extract_javascript", True),
         extract_sitemaps=template.get("extract_sitemaps", True),
@@ -260,9 +243,14 @@ def render_settings(template: dict) -> dict:
     return {
         "render": template.get("render", RENDER_OFF),
         "behaviours": tuple(template.get("behaviours", BEHAVIOURS)),
-        "render_page_seconds": float(template.get("render_page_seconds", 30.0)),
-        "render_behaviour_seconds": float(template.get("render_behaviour_seconds", 10.0)),
-        "viewport": (int(template.get("viewport_width", 1366)), int(template.get("viewport_height", 768))),
+        "render_page_seconds": float(template.get("render_page_seconds", defaults.RENDER_PAGE_SECONDS)),
+        "render_behaviour_seconds": float(
+            template.get("render_behaviour_seconds", defaults.RENDER_BEHAVIOUR_SECONDS)
+        ),
+        "viewport": (
+            int(template.get("viewport_width", defaults.VIEWPORT[0])),
+            int(template.get("viewport_height", defaults.VIEWPORT[1])),
+        ),
         "render_cache_bytes": settings.HARVEST_BROWSER_CACHE_BYTES,
     }
 
@@ -295,13 +283,13 @@ def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
     policy = template.get("dedup", DedupPolicy.OFF)
     dedup = None
     if policy != DedupPolicy.OFF:
-        dedup = CaptureDedupIndex(
+        dedup = hooks.dedup_index.call(
             policy=policy, harvest_definition_id=job.harvest_definition_id, memory=files.written
         )
     site = site_settings(entry, job)
     crawl = SiteCrawl(
         site,
-        session=fetcher(template.get("digest_algorithm", "sha256")).session(),
+        session=fetcher(template.get("digest_algorithm", defaults.DIGEST_ALGORITHM)).session(),
         writer=files.writer,
         crawl_log=files.crawl_log,
         dedup=dedup,
@@ -327,7 +315,7 @@ def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
     return f"{crawl.site}: {crawl.stop_reason}, {crawl.urls_done} URLs, {crawl.bytes} bytes"
 
 
-def _wait(handle, seconds: float, dedup: CaptureDedupIndex | None) -> bool:
+def _wait(handle, seconds: float, dedup) -> bool:
     """Wait up to ``seconds`` for the crawl to end (True), answering its dedup questions meanwhile."""
     if dedup is None:
         return handle.wait(seconds)
@@ -344,7 +332,7 @@ def write_job_metadata(job) -> None:
     """At the end of a job: its crawl log, per-domain report and external links as WARC metadata records."""
     recover_warc_files()
     holder: list = []
-    captures = CaptureRecorder(job_id=job.pk, directory=settings.HARVEST_WARC_DIR)
+    captures = hooks.capture_recorder.call(job_id=job.pk, directory=settings.HARVEST_WARC_DIR)
     writer = _job_writer(
         job, description=": metadata", on_file_closed=holder.append, on_record=captures.record
     )
@@ -385,8 +373,6 @@ def write_job_metadata(job) -> None:
 
 
 def _external_links(job):
-    from harvest.models import ExternalLink
-
     return (
         ExternalLink.objects.filter(entry__job=job).select_related("entry__domain").order_by("-count", "url")
     )

@@ -1,6 +1,8 @@
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from webarchive.transitions import Transitions
+
 
 class CollectionKind(models.TextChoices):
     """Who a collection belongs to: a library department's standing work, or a time-bound project."""
@@ -39,11 +41,25 @@ class Depth(models.TextChoices):
 
 
 class RecordStatus(models.TextChoices):
-    """The validation workflow: proposed → validated or rejected (selection.services.STATUS_TRANSITIONS)."""
+    """The validation workflow: proposed → validated or rejected (the legal changes: RECORD_TRANSITIONS)."""
 
     PROPOSED = "proposed", _("Proposed")
     VALIDATED = "validated", _("Validated")
     REJECTED = "rejected", _("Rejected")
+
+
+# A curator may change a decision either way; a validated record whose technical settings change
+# goes back to proposed (selection.services.record_update).
+RECORD_TRANSITIONS = Transitions(
+    RecordStatus,
+    {
+        RecordStatus.PROPOSED: {RecordStatus.VALIDATED, RecordStatus.REJECTED},
+        RecordStatus.VALIDATED: {RecordStatus.PROPOSED, RecordStatus.REJECTED},
+        RecordStatus.REJECTED: {RecordStatus.PROPOSED, RecordStatus.VALIDATED},
+    },
+    noun=_("record"),
+    error_field="status",
+)
 
 
 class CheckStatus(models.TextChoices):

@@ -2,11 +2,14 @@
 
 from django import forms
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
+from selection import csvio
 from selection.choices import Budget, CollectionKind, Depth, Frequency, RecordStatus
 from selection.models import Collection, CompatibilityRule, Record, Theme
 from webarchive.forms import BootstrapMixin
+from webarchive.versioning import VersionFormMixin
 
 
 def split_keywords(text: str) -> list[str]:
@@ -186,7 +189,7 @@ class CompatibilityRuleForm(BootstrapMixin, forms.ModelForm):
         }
 
 
-class CollectionForm(BootstrapMixin, forms.ModelForm):
+class CollectionForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
     members = forms.ModelMultipleChoiceField(
         queryset=active_users(),
         required=False,
@@ -215,3 +218,30 @@ class CollectionForm(BootstrapMixin, forms.ModelForm):
 
 class ThemeForm(BootstrapMixin, forms.Form):
     name = forms.CharField(label=_("New theme"), max_length=200)
+
+
+class RecordImportForm(forms.Form):
+    collection = forms.ModelChoiceField(queryset=Collection.objects.all(), label=_("Collection"))
+    file = forms.FileField(
+        label=_("CSV file"),
+        help_text=_("UTF-8, separated by commas or semicolons; the first line names the columns."),
+    )
+
+    def __init__(self, *args, user, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Only the collections the user writes in are offered; another one posted is refused (403).
+        self.writable = list(Collection.objects.writable_by(user).order_by("name"))
+        collection = self.fields["collection"]
+        collection.widget.choices = [("", "---------"), *((c.pk, str(c)) for c in self.writable)]
+        collection.widget.attrs["class"] = "form-select"
+        self.fields["file"].widget.attrs.update({"class": "form-control", "accept": ".csv,text/csv"})
+
+    def clean_file(self):
+        upload = self.cleaned_data["file"]
+        content = upload.read(csvio.MAX_BYTES + 1)
+        if len(content) > csvio.MAX_BYTES:
+            raise ValidationError(
+                _("The file is larger than %(size)d MB; split it into several files.")
+                % {"size": csvio.MAX_BYTES // (1024 * 1024)}
+            )
+        return content, upload.name

@@ -1,13 +1,11 @@
 """The selection side (BCWeb): collections, their themes, and the records librarians propose."""
 
 from django.conf import settings
-from django.core.validators import MaxLengthValidator, MinValueValidator
+from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
-from django.db.models.functions import Length, Lower
-from django.db.models.lookups import LessThanOrEqual
+from django.db.models.functions import Lower
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
@@ -64,6 +62,9 @@ class Collection(models.Model):
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    # Raised by every service save: a change is made over the version its writer read
+    # (webarchive.versioning).
+    version = models.PositiveIntegerField(_("version"), default=1, db_default=1, editable=False)
 
     history = HistoricalRecords(m2m_fields=[members], excluded_fields=["updated_at"])
     objects = CollectionQuerySet.as_manager()
@@ -370,58 +371,3 @@ class SavedSearch(models.Model):
             if self.query
             else reverse("selection:record_list")
         )
-
-
-HARVEST_NOTE_MAX_LENGTH = 2000
-
-
-class HarvestNote(models.Model):
-    """A curator's note on how a record's site was harvested in a job, shown on the record's page.
-
-    A note written on a site of a job's quality view is stored once per record behind that site,
-    so each record keeps it whatever later becomes of the site's configuration.
-    """
-
-    record = models.ForeignKey(
-        Record, on_delete=models.PROTECT, related_name="harvest_notes", verbose_name=_("record")
-    )
-    job = models.ForeignKey(
-        "harvest.Job", on_delete=models.PROTECT, related_name="harvest_notes", verbose_name=_("job")
-    )
-    domain = models.ForeignKey(
-        "harvest.Domain",
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="harvest_notes",
-        verbose_name=_("domain"),
-    )
-    author = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        related_name="harvest_notes",
-        verbose_name=_("author"),
-    )
-    text = models.TextField(
-        _("note"),
-        max_length=HARVEST_NOTE_MAX_LENGTH,
-        validators=[MaxLengthValidator(HARVEST_NOTE_MAX_LENGTH)],
-        error_messages={"blank": _("Write the note: an empty note is not saved.")},
-    )
-    created_at = models.DateTimeField(_("written at"), default=timezone.now, editable=False)
-
-    class Meta:
-        verbose_name = _("harvest note")
-        verbose_name_plural = _("harvest notes")
-        ordering = ["-created_at", "-pk"]
-        constraints = [
-            models.CheckConstraint(
-                condition=Q(~Q(text=""), LessThanOrEqual(Length("text"), HARVEST_NOTE_MAX_LENGTH)),
-                name="selection_harvestnote_text_length",
-                violation_error_message=_("A note has between 1 and 2000 characters."),
-            )
-        ]
-        indexes = [models.Index(fields=["job", "domain"])]
-
-    def __str__(self):
-        return f"{self.record} / {self.job}: {self.text[:50]}"

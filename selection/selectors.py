@@ -9,7 +9,6 @@ from django.utils.translation import gettext as _
 
 from selection.choices import Budget, Depth, Frequency, RecordStatus
 from selection.models import Collection, CompatibilityRule, Record
-from webarchive.history import history_entries
 from webarchive.permissions import VALIDATE, VIEW, Role, can
 from webarchive.urlnorm import registered_domain, url_host, url_key
 
@@ -158,25 +157,3 @@ def budget_ranges() -> dict[str, str]:
         Budget.MEDIUM: _("%(a)s to %(b)s URLs") % {"a": f"{small:,}", "b": f"{medium:,}"},
         Budget.LARGE: _("more than %(n)s URLs") % {"n": f"{medium:,}"},
     }
-
-
-# Concurrent edits -------------------------------------------------------------------------------
-
-
-def changes_since(record: Record, version: int) -> list[dict]:
-    """What others changed in a record after the given version: field, new value, who, when."""
-    newer = set(record.history.filter(version__gt=version).values_list("history_id", flat=True))
-    changes = []
-    for entry in reversed(history_entries(record)):
-        if entry["history_id"] in newer:
-            for change in entry["changes"]:
-                changes.append(
-                    {
-                        "field": change["field"],
-                        "old": change["old"],
-                        "new": change["new"],
-                        "user": entry["user"] or _("someone"),
-                        "date": entry["date"],
-                    }
-                )
-    return changes

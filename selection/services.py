@@ -14,46 +14,21 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from django.db.models.functions import Lower
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from harvest.selectors_quality import records_behind_site
-from selection.choices import CheckStatus, CollectionKind, RecordStatus
-from selection.models import Collection, CompatibilityRule, HarvestNote, Keyword, Record, SavedSearch, Theme
-from selection.selectors import changes_since, incompatibility
+from selection.choices import RECORD_TRANSITIONS, CheckStatus, CollectionKind, RecordStatus
+from selection.models import Collection, CompatibilityRule, Keyword, Record, SavedSearch, Theme
+from selection.selectors import incompatibility
 from selection.urlcheck import UrlCheckResult, check_url
-from webarchive.history import save_as
+from webarchive.history import history_user, save_as
 from webarchive.permissions import ADD, CHANGE, VALIDATE, can, require
 from webarchive.urlnorm import InvalidURL, normalise_url, registered_domain, url_host, url_key
+from webarchive.versioning import ConcurrentEditError as ConcurrentEditError  # what a stale write raises
+from webarchive.versioning import version_take
 
 Checker = Callable[[str], UrlCheckResult]
-
-# The validation workflow: status -> the statuses it may move to.
-STATUS_TRANSITIONS: dict[str, set[str]] = {
-    RecordStatus.PROPOSED: {RecordStatus.VALIDATED, RecordStatus.REJECTED},
-    RecordStatus.VALIDATED: {RecordStatus.PROPOSED, RecordStatus.REJECTED},
-    RecordStatus.REJECTED: {RecordStatus.PROPOSED, RecordStatus.VALIDATED},
-}
-
-
-class ConcurrentEditError(ValidationError):
-    """The record changed since the user opened it; ``changes`` says what, who and when."""
-
-    def __init__(self, changes: list[dict]):
-        self.changes = changes
-        summary = "; ".join(
-            _("%(field)s changed to “%(new)s” by %(user)s") % change for change in changes
-        ) or _("it was saved in the meantime")
-        super().__init__(
-            _(
-                "Someone else changed this record while you were editing it: %(summary)s. "
-                "Your changes were not saved; reload the record and make them again."
-            )
-            % {"summary": summary},
-            code="concurrent_edit",
-        )
 
 
 # Collections -----------------------------------------------------------------------------------
@@ -82,8 +57,16 @@ def collection_create(
 
 
 @transaction.atomic
-def collection_update(*, collection: Collection, user=None, members=None, **fields) -> Collection:
-    """Change a collection's fields and, when given, its members."""
+def collection_update(
+    *, collection: Collection, user=None, members=None, expected_version: int | None = None, **fields
+) -> Collection:
+    """Change a collection's fields and, when given, its members, over the version the writer read.
+
+    With ``expected_version``, a collection saved since is refused (ConcurrentEditError, saying
+    what changed); without it (the demo command), the change goes over what is stored.
+    """
+    require(user, CHANGE, Collection)  # before saying anything of the collection's changes
+    version_take(collection, expected=expected_version)
     for name, value in fields.items():
         setattr(collection, name, value)
     _check_settings_compatible(
@@ -132,8 +115,7 @@ def compatibility_rule_delete(*, user, rule: CompatibilityRule) -> None:
     """Allow a combination again (curators). Records saved meanwhile are unaffected."""
     if not can(user, "delete", CompatibilityRule):
         raise PermissionDenied(_("Only curators may change the compatibility of settings."))
-    rule._history_user = user
-    rule.delete()
+    history_user(rule, user).delete()
 
 
 # Records ---------------------------------------------------------------------------------------
@@ -215,7 +197,7 @@ def _save_record(record: Record, user, expected_version: int | None = None) -> N
     try:
         with transaction.atomic():
             if expected_version is not None:
-                _lock(record, expected_version)
+                version_take(record, expected=expected_version)
             save_as(record, user)
     except IntegrityError as error:
         record.version = previous_version
@@ -318,14 +300,6 @@ EDITABLE_FIELDS = {
 }
 
 
-def _lock(record: Record, expected_version: int) -> None:
-    """Take the record's next version, or fail if someone saved it since ``expected_version``."""
-    taken = Record.objects.filter(pk=record.pk, version=expected_version).update(version=F("version") + 1)
-    if not taken:
-        raise ConcurrentEditError(changes_since(record, expected_version))
-    record.version = expected_version + 1
-
-
 @transaction.atomic
 def record_update(
     *, record: Record, user, expected_version: int, checker: Checker = check_url, **fields: Any
@@ -366,16 +340,10 @@ def record_update(
 
 
 def _set_status(record: Record, user, status: str, reason: str = "") -> None:
-    if status not in STATUS_TRANSITIONS[record.status]:
-        raise ValidationError(
-            {
-                "status": _("A record cannot go from “%(old)s” to “%(new)s”.")
-                % {"old": record.get_status_display(), "new": RecordStatus(status).label}
-            }
-        )
+    RECORD_TRANSITIONS.check(record.status, status)  # a move that is not legal is refused before the reason
     if status == RecordStatus.REJECTED and not reason.strip():
         raise ValidationError({"status_reason": _("Say why the record is rejected.")})
-    record.status = status
+    RECORD_TRANSITIONS.apply(record, status)
     record.status_reason = reason.strip() if status != RecordStatus.VALIDATED else ""
     record.status_changed_at = timezone.now()
     record.status_changed_by = user
@@ -529,51 +497,3 @@ def saved_search_delete(*, user, search: SavedSearch) -> None:
     if search.user_id != user.pk:
         raise PermissionDenied(_("This is not your saved search."))
     search.delete()
-
-
-# Harvest notes ---------------------------------------------------------------------------------
-
-
-@transaction.atomic
-def harvest_note_add(*, record: Record, job, user, text: str, domain=None) -> HarvestNote:
-    """Attach a curator's note about how a job harvested the record's site to the record."""
-    require(user, ADD, HarvestNote)
-    note = HarvestNote(record=record, job=job, domain=domain, author=user, text=(text or "").strip())
-    note.full_clean()
-    note.save()
-    return note
-
-
-@transaction.atomic
-def harvest_note_add_to_site(*, entry, user, text: str) -> list[HarvestNote]:
-    """Attach a curator's note on a site crawl of a job to every record behind that site.
-
-    The note is checked once, then written once per record in one bulk insert, all with the same
-    time, so that the quality view can show it once.
-    """
-    require(user, ADD, HarvestNote)
-    note = HarvestNote(job_id=entry.job_id, domain_id=entry.domain_id, author=user, text=(text or "").strip())
-    note.full_clean(exclude=["record"])
-    record_ids = list(records_behind_site(entry).order_by("pk").values_list("pk", flat=True))
-    if not record_ids:
-        raise ValidationError(
-            _(
-                "No selection record is behind the site %(domain)s, so the note would reach no librarian; "
-                "it was not saved."
-            )
-            % {"domain": entry.domain.name}
-        )
-    return HarvestNote.objects.bulk_create(
-        [
-            HarvestNote(
-                record_id=record_id,
-                job_id=note.job_id,
-                domain_id=note.domain_id,
-                author=user,
-                text=note.text,
-                created_at=note.created_at,
-            )
-            for record_id in record_ids
-        ],
-        batch_size=1000,
-    )

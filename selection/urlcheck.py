@@ -52,6 +52,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from selection.choices import CheckStatus
+from webarchive.addresses import address_policy
 from webarchive.netguard import (
     AddressPolicy,
     AddressRefused,
@@ -108,11 +109,9 @@ def check_url(
     max_redirects: int | None = None,
 ) -> UrlCheckResult:
     """Check ``url`` online; see the module documentation. Never raises for network trouble."""
-    if allow_private is None:
-        allow_private = settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES
     return run_check(
         url,
-        policy=AddressPolicy(allow_private=bool(allow_private)),
+        policy=address_policy(allow_private=allow_private),
         timeout=timeout,
         max_redirects=max_redirects,
     )

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from storage.models import HARVEST_NOTE_MAX_LENGTH
 from webarchive.forms import BootstrapMixin
 
 MAX_URL_LENGTH = 2000
@@ -133,3 +134,43 @@ class StorageNodeForm(BootstrapMixin, forms.Form):
     local_worker = forms.BooleanField(
         label=_("Has a local worker (its copies and audits run on its own queue)"), required=False
     )
+
+
+class SiteNoteForm(BootstrapMixin, forms.Form):
+    """Parses the note; its emptiness and length are the service's to judge (one message, one place)."""
+
+    text = forms.CharField(
+        label=_("Note for the librarians"),
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 2, "maxlength": HARVEST_NOTE_MAX_LENGTH}),
+        help_text=_("Attached to every record behind this site; librarians see it on the record."),
+    )
+
+
+class DedupRunForm(BootstrapMixin, forms.Form):
+    """What a run is started with; the paths are checked by the service (dedup_run_start)."""
+
+    inputs = forms.CharField(
+        label=_("WARC/ARC files or directories"),
+        widget=forms.Textarea(attrs={"rows": 5, "class": "font-monospace"}),
+        help_text=_("One absolute path a line; directories are walked."),
+    )
+    out_dir = forms.CharField(
+        label=_("Output directory"),
+        max_length=1000,
+        help_text=_("A new directory for the deduplicated files (not one of the inputs')."),
+    )
+    dry_run = forms.BooleanField(
+        label=_("Dry run: report the duplicate rate and the savings only"), required=False
+    )
+    recompute_digests = forms.BooleanField(
+        label=_("Recompute payload digests instead of trusting the records' own"), required=False
+    )
+    include_empty = forms.BooleanField(
+        label=_("Also turn copies of empty payloads into revisits"), required=False
+    )
+
+    def clean_inputs(self) -> list[str]:
+        lines = [line.strip() for line in self.cleaned_data["inputs"].splitlines()]
+        return [line for line in lines if line]

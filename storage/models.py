@@ -16,9 +16,17 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
+from django.core.validators import MaxLengthValidator
 from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
+
+from storage.backends import BACKENDS
+from webarchive.transitions import Transitions
 
 OPEN_SUFFIX = ".open"  # harvest.crawler.warc.OPEN_SUFFIX: the name of a file being written
 
@@ -148,16 +156,6 @@ class WarcFile(models.Model):
             if writing.exists() or not path.exists():
                 return writing
         return path
-
-    def open_bytes(self) -> BinaryIO:
-        """The file's bytes, opened for reading: from its first healthy replica, falling back to
-        the next one if a read fails, then to ``path`` (OSError when none can be read)."""
-        from storage.services.replication import replica_open  # the services import this module
-
-        stream = replica_open(self)
-        if stream is not None:
-            return stream
-        return self.spool_bytes()
 
     def spool_bytes(self) -> BinaryIO:
         """The bytes where the file was written or imported (``path``), not a replica."""
@@ -290,6 +288,36 @@ class DedupRun(models.Model):
         return self.state in self.ACTIVE
 
 
+# A run's state, moved by storage.services.dedup_runs. Stopped and failed runs are queued again by
+# Resume (Celery), or run again at once by the same ``dedup_warcs`` command (running); a run made
+# with --no-register is done, and validated when its output is registered later.
+DEDUP_RUN_TRANSITIONS = Transitions(
+    DedupRun.State,
+    {
+        DedupRun.State.QUEUED: {DedupRun.State.RUNNING, DedupRun.State.STOPPED, DedupRun.State.FAILED},
+        DedupRun.State.RUNNING: {
+            DedupRun.State.STOPPING,
+            DedupRun.State.STOPPED,
+            DedupRun.State.FAILED,
+            DedupRun.State.VALIDATED,
+            DedupRun.State.DONE,
+        },
+        DedupRun.State.STOPPING: {
+            DedupRun.State.STOPPED,
+            DedupRun.State.FAILED,
+            DedupRun.State.VALIDATED,
+            DedupRun.State.DONE,
+        },
+        DedupRun.State.STOPPED: {DedupRun.State.QUEUED, DedupRun.State.RUNNING},
+        DedupRun.State.FAILED: {DedupRun.State.QUEUED, DedupRun.State.RUNNING},
+        DedupRun.State.DONE: {DedupRun.State.VALIDATED},
+        DedupRun.State.VALIDATED: set(),
+    },
+    noun=_("deduplication run"),
+    field="state",
+)
+
+
 class StorageNode(models.Model):
     """A place that keeps replicas of WARC files: a directory now, an object store later.
 
@@ -357,9 +385,32 @@ class StorageNode(models.Model):
         return round(100 * (self.capacity - self.free) / self.capacity, 1)
 
     def backend_instance(self):
-        from storage.backends import BACKENDS
-
         return BACKENDS[self.backend](self.root, self.name)
+
+
+# A node's state, moved by storage.services.nodes: by an engineer (offline, online, drain) and by
+# the node check (a drained node is retired). Asking again for offline or draining is not refused
+# (marking offline again counts its replicas missing again). Retired is final.
+STORAGE_NODE_TRANSITIONS = Transitions(
+    StorageNode.State,
+    {
+        StorageNode.State.ONLINE: {StorageNode.State.OFFLINE, StorageNode.State.DRAINING},
+        StorageNode.State.OFFLINE: {
+            StorageNode.State.OFFLINE,
+            StorageNode.State.ONLINE,
+            StorageNode.State.DRAINING,
+        },
+        StorageNode.State.DRAINING: {
+            StorageNode.State.DRAINING,
+            StorageNode.State.OFFLINE,
+            StorageNode.State.ONLINE,
+            StorageNode.State.RETIRED,
+        },
+        StorageNode.State.RETIRED: set(),
+    },
+    noun=_("storage node"),
+    field="state",
+)
 
 
 class Replica(models.Model):
@@ -399,6 +450,29 @@ class Replica(models.Model):
         return f"{self.warc_file.name} @ {self.node.name}"
 
 
+# A replica's state, moved by storage.services.replication (copies), audits (verification) and
+# nodes (a node lost or marked offline). Any replica may be claimed for a copy, even one found ok
+# meanwhile (a repair racing a verification: it is copied again, harmlessly), and copying ->
+# copying is a claim taken over from a dead worker. A verification may find any replica that is
+# not being copied ok, missing or corrupt; finding it as it was is not a change.
+REPLICA_TRANSITIONS = Transitions(
+    Replica.State,
+    {
+        Replica.State.COPYING: {
+            Replica.State.COPYING,
+            Replica.State.OK,
+            Replica.State.MISSING,
+            Replica.State.CORRUPT,
+        },
+        Replica.State.OK: {Replica.State.COPYING, Replica.State.MISSING, Replica.State.CORRUPT},
+        Replica.State.MISSING: {Replica.State.COPYING, Replica.State.OK, Replica.State.CORRUPT},
+        Replica.State.CORRUPT: {Replica.State.COPYING, Replica.State.OK, Replica.State.MISSING},
+    },
+    noun=_("replica"),
+    field="state",
+)
+
+
 class StorageEvent(models.Model):
     """What happened to the storage: a copy, an audit's finding, a repair, a node change, an alert."""
 
@@ -417,6 +491,7 @@ class StorageEvent(models.Model):
         NODE_ONLINE = "node_online", _("node back online")
         NODE_DRAINING = "draining", _("node draining")
         NODE_RETIRED = "node_retired", _("node retired")
+        VERIFY_ASKED = "verify_asked", _("verification asked")
         SPOOL_CLEANED = "cleaned", _("spool copy deleted")
 
     ALERTS = (Kind.NO_GOOD_REPLICA, Kind.NODE_UNREACHABLE, Kind.COPY_FAILED)
@@ -460,3 +535,59 @@ class StorageEvent(models.Model):
     @property
     def is_alert(self) -> bool:
         return self.kind in self.ALERTS
+
+
+HARVEST_NOTE_MAX_LENGTH = 2000
+
+
+class HarvestNote(models.Model):
+    """A curator's note on how a record's site was harvested in a job, shown on the record's page.
+
+    A note written on a site of a job's quality view is stored once per record behind that site,
+    so each record keeps it whatever later becomes of the site's configuration.
+    """
+
+    record = models.ForeignKey(
+        "selection.Record", on_delete=models.PROTECT, related_name="harvest_notes", verbose_name=_("record")
+    )
+    job = models.ForeignKey(
+        "harvest.Job", on_delete=models.PROTECT, related_name="harvest_notes", verbose_name=_("job")
+    )
+    domain = models.ForeignKey(
+        "harvest.Domain",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="harvest_notes",
+        verbose_name=_("domain"),
+    )
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        related_name="harvest_notes",
+        verbose_name=_("author"),
+    )
+    text = models.TextField(
+        _("note"),
+        max_length=HARVEST_NOTE_MAX_LENGTH,
+        validators=[MaxLengthValidator(HARVEST_NOTE_MAX_LENGTH)],
+        error_messages={"blank": _("Write the note: an empty note is not saved.")},
+    )
+    created_at = models.DateTimeField(_("written at"), default=timezone.now, editable=False)
+
+    class Meta:
+        db_table = "selection_harvestnote"  # where it was created, before it moved with the quality review
+        verbose_name = _("harvest note")
+        verbose_name_plural = _("harvest notes")
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(~Q(text=""), LessThanOrEqual(Length("text"), HARVEST_NOTE_MAX_LENGTH)),
+                name="selection_harvestnote_text_length",
+                violation_error_message=_("A note has between 1 and 2000 characters."),
+            )
+        ]
+        indexes = [models.Index(fields=["job", "domain"])]
+
+    def __str__(self):
+        return f"{self.record} / {self.job}: {self.text[:50]}"

@@ -26,6 +26,7 @@ from warcio.statusandheaders import StatusAndHeadersParserException
 
 from storage.cdx import key_range
 from storage.models import Capture
+from storage.services.replication import warc_file_open
 from storage.warcindex import url_key
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -205,7 +206,7 @@ def _open_record(capture: Capture):
     warc_file = capture.warc_file
     path = warc_file.location()
     try:
-        stream = warc_file.open_bytes()
+        stream = warc_file_open(warc_file)
     except FileNotFoundError:
         raise RecordUnavailable(
             _("The file %(name)s is not on disk (expected at %(path)s).")

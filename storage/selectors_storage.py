@@ -28,7 +28,7 @@ from django.db.models.functions import Coalesce, ExtractYear
 from django.utils import timezone
 
 from storage.models import Replica, StorageEvent, StorageNode, WarcFile
-from storage.services.replication import bytes_per_node, lost_files, under_replicated
+from storage.services.placement import bytes_per_node, lost_files, under_replicated
 
 RECENT_ALERT_DAYS = 7  # alert events shown on the alerts page
 ALERTS_SHOWN = 100  # rows of each list on the alerts page; the counts are of all of them

@@ -8,11 +8,12 @@ killed worker is safe. No task waits for another: the unit that completes a stag
 
 from celery import shared_task
 from django.conf import settings
-from django.db import OperationalError, transaction
+from django.db import OperationalError
 
 from storage.models import Replica, WarcFile
-from storage.services import ingest, replication
+from storage.services import audits, ingest, nodes, placement, replication
 from storage.services.dedup_runs import dedup_run_advance, dedup_run_unit
+from webarchive.tasks import enqueue
 
 # A unit is one input file (or one digest partition): a large file takes a while to rewrite.
 UNIT_TIME_LIMIT = getattr(settings, "DEDUP_UNIT_TIME_LIMIT", 6 * 3600)
@@ -80,40 +81,22 @@ def replicate_file(warc_file_id: int) -> None:
 def verify_replica(replica_id: int) -> None:
     """Re-hash one replica (on its node's queue when the node has a worker); repair it if bad."""
     if Replica.objects.filter(pk=replica_id).exists():
-        replication.replica_verify(replica_id)
-
-
-def send_verify(replica_ids: list[tuple[int, str]]) -> None:
-    for replica_id, queue in replica_ids:
-        verify_replica.apply_async((replica_id,), queue=queue)
-
-
-def send_ingest(warc_file_ids) -> None:
-    """Send the ingest chain of these files (marked as sent, so the check does not send it twice),
-    once the transaction that registered them is committed (a worker must find their rows)."""
-    ids = list(warc_file_ids)
-    ingest.mark_sent(ids)
-
-    def send():
-        for warc_file_id in ids:
-            ingest_file.delay(warc_file_id)
-
-    transaction.on_commit(send)
+        audits.replica_verify(replica_id)
 
 
 @shared_task(name="storage.check", ignore_result=True)
 def storage_check() -> None:
     """Beat: check the nodes, send verifications of returning nodes, repairs and stalled ingests."""
-    work = replication.check_round()
-    send_verify(work["verify"])
+    work = nodes.check_round()
+    nodes.send_verify(work["verify"])
     for warc_file_id in work["replicate"]:
-        replicate_file.delay(warc_file_id)
-    if replication.usable_nodes().exists():
-        send_ingest(ingest.ingest_pending())
+        enqueue(replicate_file, warc_file_id)
+    if placement.usable_nodes().exists():
+        ingest.send_ingest(ingest.ingest_pending())
 
 
 @shared_task(name="storage.audit", ignore_result=True)
 def storage_audit() -> None:
     """Beat: verify this round's share of the replicas (each at least every STORAGE_AUDIT_DAYS)."""
-    due = Replica.objects.filter(pk__in=replication.audit_due()).select_related("node")
-    send_verify([(replica.pk, replica.node.queue) for replica in due])
+    due = Replica.objects.filter(pk__in=audits.audit_due()).select_related("node")
+    nodes.send_verify([(replica.pk, replica.node.queue) for replica in due])

@@ -5,6 +5,15 @@ import pytest
 from tests.archive_fixtures import copy_warcs, crawled_site, warc_paths  # noqa: F401  (a crawl, as WARC files)
 from tests.crawl_worker import crawl_worker  # noqa: F401  (a real Celery worker, for the crawl tests)
 from tests.factories import UserFactory
+from tests.planning_fixtures import (  # noqa: F401  (planning objects, built through the services)
+    channels,
+    default_template,
+    make_domain,
+    schedule,
+    selective,
+    snapshot,
+    template,
+)
 from tests.testsite_fixtures import testsite  # noqa: F401  (the session-wide test website)
 from webarchive.permissions import Role
 

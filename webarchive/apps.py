@@ -1,6 +1,7 @@
-from django.apps import AppConfig
+from django.apps import AppConfig, apps
 from django.contrib.admin import apps as admin_apps
 from django.db.models.signals import post_migrate
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 
@@ -16,6 +17,22 @@ class WebArchiveConfig(AppConfig):
     verbose_name = _("Web archive")
 
     def ready(self):
+        # The Celery app is loaded with Django, not with the package, so that importing webarchive's
+        # plain modules loads no Celery: the shared tasks bind to it, and it becomes the default app
+        # that celery.current_app gives in any thread. `celery -A webarchive` finds webarchive.celery.
+        import webarchive.celery
+        from webarchive import netguard
+
+        # Every app's tasks registered in every process, so that a service can send a task by its
+        # name (webarchive.tasks.enqueue) without importing the tasks module that imports it.
+        webarchive.celery.app.autodiscover_tasks(
+            [config.name for config in apps.get_app_configs()], force=True
+        )
+
+        # The address guard is plain Python (the crawler uses it without Django): its reasons are
+        # translated once the application is there.
+        netguard.set_translation(gettext)
+
         # New models get their permissions after their migration; keep the
         # role groups equal to webarchive.permissions.ROLE_PERMISSIONS.
         post_migrate.connect(_sync_roles, sender=self, dispatch_uid="webarchive.roles_sync")

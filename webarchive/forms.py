@@ -1,8 +1,6 @@
 """Form helpers shared by all apps."""
 
 from django import forms
-from django.core.exceptions import ValidationError
-from django.utils.translation import gettext_lazy as _
 
 
 def add_bootstrap_classes(form: forms.BaseForm, *, small: bool = False) -> forms.BaseForm:
@@ -40,36 +38,3 @@ class BootstrapMixin:
                 widget = self.fields[name].widget
                 if "is-invalid" not in widget.attrs.get("class", ""):
                     widget.attrs["class"] = f"{widget.attrs.get('class', '')} is-invalid".strip()
-
-
-class SeenVersionMixin:
-    """Carries the ``updated_at`` of the object as the form showed it, so that a save can refuse to
-    overwrite a change someone else made in the meantime (see ``unchanged_since``)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["seen"] = forms.CharField(widget=forms.HiddenInput, required=False)
-        if self.instance.pk is not None:
-            self.fields["seen"].initial = self.instance.updated_at.isoformat()
-
-    def clean(self):
-        data = super().clean()
-        self.seen = data.pop("seen", "")
-        return data
-
-
-def unchanged_since(obj, seen: str) -> None:
-    """Lock the stored row and raise ValidationError if it changed since the form showed ``seen``.
-
-    Call inside the transaction that saves, so that nobody can slip in between.
-    """
-    current = type(obj).objects.select_for_update().get(pk=obj.pk)
-    if current.updated_at.isoformat() != seen:
-        raise ValidationError(
-            _(
-                "Someone else changed this %(what)s since you opened this page: nothing was saved. "
-                "Reload the page to see their changes, then make yours again."
-            )
-            % {"what": type(obj)._meta.verbose_name},
-            code="concurrent_edit",
-        )

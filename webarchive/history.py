@@ -56,7 +56,14 @@ def _readable(field, value):
     return value
 
 
-def save_as(obj, user) -> None:
-    """Save, recording ``user`` in the object's history even outside a web request."""
+def history_user(obj: models.Model, user):
+    """Name ``user`` in the history rows of the writes of ``obj`` that follow (a save, a delete, a
+    change of its many-to-many fields), even outside a web request; return ``obj``."""
     obj._history_user = user
-    obj.save()
+    return obj
+
+
+def save_as(obj: models.Model, user, **options) -> None:
+    """Save (with ``save()``'s ``options``, such as ``update_fields``), recording ``user`` in the
+    object's history even outside a web request."""
+    history_user(obj, user).save(**options)

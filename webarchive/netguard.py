@@ -69,18 +69,19 @@ from urllib3.util.timeout import _DEFAULT_TIMEOUT
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
+# The reasons are English unless the application installs its translation (webarchive.apps does,
+# in the web and worker processes); the crawler core uses this module without Django.
+_translate: Callable[[str], str] = str
+
+
+def set_translation(gettext: Callable[[str], str]) -> None:
+    """Translate the reasons given from now on with ``gettext`` (Django's, once it is set up)."""
+    global _translate
+    _translate = gettext
+
+
 def _(message: str) -> str:
-    # Translated inside the application; the crawler core uses this module without Django set up.
-    try:
-        from django.conf import settings
-
-        if settings.configured:
-            from django.utils.translation import gettext
-
-            return gettext(message)
-    except ImportError:
-        pass
-    return message
+    return _translate(message)
 
 
 Resolver = Callable[[str, int], list[str]]

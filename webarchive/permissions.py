@@ -72,7 +72,7 @@ _READER = {
     "selection.compatibilityrule": (VIEW,),
     "selection.savedsearch": ALL,
     # Curators' notes on how a record's site was harvested (the quality view writes them).
-    "selection.harvestnote": (VIEW,),
+    "storage.harvestnote": (VIEW,),
 }
 
 # The archive itself (the Access area, open to every role): captures and the files they are in.
@@ -151,7 +151,7 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         "selection.record": (VIEW, ADD, CHANGE, VALIDATE),
         # Configuration, not an archival object: a rule may be withdrawn.
         "selection.compatibilityrule": ALL,
-        "selection.harvestnote": (VIEW, ADD),
+        "storage.harvestnote": (VIEW, ADD),
     },
     Role.ENGINEER: {
         **_READER,
@@ -224,6 +224,32 @@ def restrict(queryset: models.QuerySet, user: User, action: str = VIEW) -> model
     if hasattr(queryset, "restrict"):
         return queryset.restrict(user, action)
     return queryset
+
+
+def permitted(user: User, subject, actions: Iterable[str]) -> dict[str, bool]:
+    """Which of ``actions`` (view, add, change, delete, validate…) the user may do on ``subject``.
+
+    ``subject`` is a model (may the role do it at all?) or an object: then the object must also be
+    among the rows the user may act on (a record of a collection the user writes in), as
+    :func:`restrict` decides. Pages declare their actions once (``actions`` on the view, see
+    ``webarchive.views.PermittedActionsMixin``) and templates read the answer (``permitted.change``).
+    """
+    if isinstance(subject, models.Model):
+        model, obj = type(subject), subject
+    else:
+        model, obj = subject, None
+    answers = {}
+    for action in actions:
+        allowed = can(user, action, model)
+        if (
+            allowed
+            and obj is not None
+            and obj.pk is not None
+            and hasattr(model._default_manager.all(), "restrict")
+        ):
+            allowed = restrict(model._default_manager.filter(pk=obj.pk), user, action).exists()
+        answers[action] = allowed
+    return answers
 
 
 def user_set_roles(*, user: AbstractBaseUser, roles: Iterable[Role]) -> None:

@@ -13,6 +13,8 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
+from harvest.crawler import defaults as crawler  # plain values: the crawler defines its own defaults
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -120,36 +122,42 @@ HARVEST_CONTACT_URL = env("HARVEST_CONTACT_URL", default="http://127.0.0.1:8000/
 HARVEST_USER_AGENT = env("HARVEST_USER_AGENT", default=f"webarchive-bot/1.0 (+{HARVEST_CONTACT_URL})")
 # Fetch threads shared by all the site crawls of one worker process, and the most site crawls one
 # worker process runs at once (its Celery concurrency; a waiting site holds no fetch thread).
-HARVEST_CRAWL_THREADS = env.int("HARVEST_CRAWL_THREADS", default=8)
-HARVEST_CONNECT_TIMEOUT = env.float("HARVEST_CONNECT_TIMEOUT", default=10.0)
-HARVEST_READ_TIMEOUT = env.float("HARVEST_READ_TIMEOUT", default=30.0)
-HARVEST_MAX_RESPONSE_BYTES = env.int("HARVEST_MAX_RESPONSE_BYTES", default=100 * 1024 * 1024)
-HARVEST_MAX_FETCH_SECONDS = env.float("HARVEST_MAX_FETCH_SECONDS", default=600.0)
+HARVEST_CRAWL_THREADS = env.int("HARVEST_CRAWL_THREADS", default=crawler.FETCH_THREADS)
+HARVEST_CONNECT_TIMEOUT = env.float("HARVEST_CONNECT_TIMEOUT", default=crawler.CONNECT_TIMEOUT)
+HARVEST_READ_TIMEOUT = env.float("HARVEST_READ_TIMEOUT", default=crawler.READ_TIMEOUT)
+HARVEST_MAX_RESPONSE_BYTES = env.int("HARVEST_MAX_RESPONSE_BYTES", default=crawler.MAX_RESPONSE_BYTES)
+HARVEST_MAX_FETCH_SECONDS = env.float("HARVEST_MAX_FETCH_SECONDS", default=crawler.MAX_FETCH_SECONDS)
 # What one hostile site can make a worker hold (docs/harvesting.md, "Limits a hostile site meets"):
 # URLs waiting per site, decoded bytes of a document read for links (of an HTML page, whose parse
 # costs some 30 times its size), links kept per document.
-HARVEST_MAX_QUEUED_URLS = env.int("HARVEST_MAX_QUEUED_URLS", default=200_000)
-HARVEST_EXTRACT_MAX_BYTES = env.int("HARVEST_EXTRACT_MAX_BYTES", default=16 * 1024 * 1024)
-HARVEST_EXTRACT_MAX_HTML_BYTES = env.int("HARVEST_EXTRACT_MAX_HTML_BYTES", default=4 * 1024 * 1024)
-HARVEST_EXTRACT_MAX_LINKS = env.int("HARVEST_EXTRACT_MAX_LINKS", default=50_000)
+HARVEST_MAX_QUEUED_URLS = env.int("HARVEST_MAX_QUEUED_URLS", default=crawler.MAX_QUEUED_URLS)
+HARVEST_EXTRACT_MAX_BYTES = env.int("HARVEST_EXTRACT_MAX_BYTES", default=crawler.EXTRACT_MAX_BYTES)
+HARVEST_EXTRACT_MAX_HTML_BYTES = env.int(
+    "HARVEST_EXTRACT_MAX_HTML_BYTES", default=crawler.EXTRACT_MAX_HTML_BYTES
+)
+HARVEST_EXTRACT_MAX_LINKS = env.int("HARVEST_EXTRACT_MAX_LINKS", default=crawler.EXTRACT_MAX_LINKS)
 # Whether an invalid TLS certificate (expired, self-signed, wrong name) stops a fetch. Off, as in
 # Heritrix: the archive keeps what a visitor saw after clicking through the browser's warning.
 HARVEST_VERIFY_TLS = env.bool("HARVEST_VERIFY_TLS", default=False)
 # Browser capture (docs/harvesting.md): browsers per crawl worker process, each rendering one page at a
 # time; the chromium they run (Debian's by default); the JavaScript memory of one page, in MB (a page
 # over it crashes alone); the answers one site crawl keeps to give its pages again without asking.
-HARVEST_BROWSERS = env.int("HARVEST_BROWSERS", default=2)
+HARVEST_BROWSERS = env.int("HARVEST_BROWSERS", default=crawler.BROWSERS)
 HARVEST_BROWSER_EXECUTABLE = env("HARVEST_BROWSER_EXECUTABLE", default="") or None
-HARVEST_BROWSER_HEAP_MB = env.int("HARVEST_BROWSER_HEAP_MB", default=512)
-HARVEST_BROWSER_CACHE_BYTES = env.int("HARVEST_BROWSER_CACHE_BYTES", default=16 * 1024 * 1024)
+HARVEST_BROWSER_HEAP_MB = env.int("HARVEST_BROWSER_HEAP_MB", default=crawler.BROWSER_HEAP_MB)
+HARVEST_BROWSER_CACHE_BYTES = env.int("HARVEST_BROWSER_CACHE_BYTES", default=crawler.RENDER_CACHE_BYTES)
 # Trap limits: a path segment repeated more than N times; distinct URLs under one directory;
 # distinct parameter sets of one script.
-HARVEST_TRAP_PATH_REPEATS = env.int("HARVEST_TRAP_PATH_REPEATS", default=2)
-HARVEST_TRAP_PER_DIRECTORY = env.int("HARVEST_TRAP_PER_DIRECTORY", default=5_000)
-HARVEST_TRAP_PER_SCRIPT = env.int("HARVEST_TRAP_PER_SCRIPT", default=500)
+HARVEST_TRAP_PATH_REPEATS = env.int("HARVEST_TRAP_PATH_REPEATS", default=crawler.TRAP_PATH_REPEATS)
+HARVEST_TRAP_PER_DIRECTORY = env.int("HARVEST_TRAP_PER_DIRECTORY", default=crawler.TRAP_PER_DIRECTORY)
+HARVEST_TRAP_PER_SCRIPT = env.int("HARVEST_TRAP_PER_SCRIPT", default=crawler.TRAP_PER_SCRIPT)
 # Calendar traps: dates (a year and a month) further back or further ahead than this.
-HARVEST_TRAP_CALENDAR_YEARS_BACK = env.int("HARVEST_TRAP_CALENDAR_YEARS_BACK", default=30)
-HARVEST_TRAP_CALENDAR_YEARS_AHEAD = env.int("HARVEST_TRAP_CALENDAR_YEARS_AHEAD", default=2)
+HARVEST_TRAP_CALENDAR_YEARS_BACK = env.int(
+    "HARVEST_TRAP_CALENDAR_YEARS_BACK", default=crawler.TRAP_CALENDAR_YEARS_BACK
+)
+HARVEST_TRAP_CALENDAR_YEARS_AHEAD = env.int(
+    "HARVEST_TRAP_CALENDAR_YEARS_AHEAD", default=crawler.TRAP_CALENDAR_YEARS_AHEAD
+)
 # How often (seconds) a running site crawl writes its progress and looks for a stop request.
 HARVEST_PROGRESS_INTERVAL = env.float("HARVEST_PROGRESS_INTERVAL", default=2.0)
 # A started job none of whose sites has made progress for this long is failed.

@@ -16,6 +16,8 @@ urlpatterns = [
     path("account/token/", views.TokenRegenerateView.as_view(), name="account-token"),
     path("selection/", include("selection.urls")),
     path("harvest/", include("harvest.urls")),
+    # A job's quality review: reads the job (harvest) and its captures (storage), so storage serves it.
+    path("harvest/", include("storage.views.quality")),
     path("access/", include("storage.urls")),
     path("reports/", include("harvest.views.reports")),
     # What the replay process reads (machine endpoints: 401, not the login page).
@@ -34,7 +36,7 @@ urlpatterns = [
         ),
         name="api-docs",
     ),
-    path("api/", include("webarchive.api.urls")),
+    path("api/", include("webarchive.api_urls")),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
     # Area landing pages last: "/selection/" etc. list the pages of that area.

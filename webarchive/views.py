@@ -1,19 +1,18 @@
 """Shared views: the role mixins, the generic object views, home, areas and the account page.
 
 An app's views declare ``area``, ``queryset`` and, for lists, ``filterset_class``
-and ``columns``; the generic views do the rest, always through
-``webarchive.permissions`` so that a page never shows what its user may not see.
+and ``table_class`` (the app's ``tables.py``); the actions a page offers are declared
+once (``PermittedActionsMixin.actions``); the generic views do the rest, always through
+``webarchive.permissions`` so that a page never shows what its user may not see. A
+``next`` target is followed only through :func:`safe_next_url`.
 """
-
-import datetime
 
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.mixins import AccessMixin
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
 from django.http import Http404
-from django.shortcuts import redirect
-from django.utils import timezone
-from django.utils.formats import date_format
+from django.shortcuts import redirect, resolve_url
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
 from django.views.generic import DetailView, FormView, ListView, TemplateView, View
 from rest_framework.authtoken.models import Token
@@ -22,18 +21,30 @@ from webarchive import home
 from webarchive.forms import add_bootstrap_classes
 from webarchive.history import history_entries
 from webarchive.navigation import pages_for, saved_searches_for
-from webarchive.permissions import VIEW, Area, can, can_enter, restrict
+from webarchive.permissions import VIEW, Area, can, can_enter, permitted, restrict
+from webarchive.services import user_token_regenerate
+from webarchive.tables import Column, Table, display_value
 
 
-def display_value(obj, name: str):
-    """A field's value as people read it: the label of a choice, not its code."""
-    get_display = getattr(obj, f"get_{name}_display", None)
-    value = get_display() if get_display else getattr(obj, name)
-    if isinstance(value, bool):
-        return _("yes") if value else _("no")
-    if isinstance(value, datetime.datetime):
-        return date_format(timezone.localtime(value), "Y-m-d H:i:s")
-    return "—" if value in (None, "") else value
+def safe_next_url(request, default) -> str:
+    """Where to send the user after an action: the ``next`` it was given (POST, else GET) when that
+    is a page of this site, else ``default`` (a URL, a URL name or an object with a URL).
+
+    ``next`` comes from the form, so anyone can forge it: an address on another host, a
+    scheme-relative ``//host`` or ``/\\host`` (which browsers read as ``//host``) or a
+    ``javascript:`` URL would make this site a springboard; they all give ``default``.
+    """
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return resolve_url(default)
+
+
+def redirect_next(request, default):
+    """A redirect to :func:`safe_next_url`."""
+    return redirect(safe_next_url(request, default))
 
 
 class AreaRequiredMixin(AccessMixin):
@@ -64,6 +75,26 @@ class AreaRequiredMixin(AccessMixin):
         return self.area
 
 
+class PermittedActionsMixin:
+    """Declares what can be done from a page, once: ``actions`` names permissions (``ADD``,
+    ``CHANGE``…) and the template reads ``permitted.<action>``, answered by
+    :func:`webarchive.permissions.permitted` for the page's object (``self.object``) or, on a list,
+    its model. Whether an action fits the object's state (a job that can still be stopped) is the
+    transition table's to say (webarchive.transitions), not a permission."""
+
+    actions: tuple[str, ...] = ()
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        subject = getattr(self, "object", None) or getattr(self, "model", None)
+        if subject is None and getattr(self, "object_list", None) is not None:
+            subject = self.object_list.model
+        context["permitted"] = (
+            permitted(self.request.user, subject, self.actions) if subject is not None else {}
+        )
+        return context
+
+
 class RestrictedQuerysetMixin(AreaRequiredMixin):
     """Narrows ``queryset`` to what the user may do; no permission at all is a 403."""
 
@@ -77,12 +108,14 @@ class RestrictedQuerysetMixin(AreaRequiredMixin):
 
 
 class ObjectListView(RestrictedQuerysetMixin, ListView):
-    """A filtered, paginated table of objects."""
+    """A filtered, paginated table of objects: the table is declared (``table_class``, see
+    webarchive.tables), or, for the simplest lists, ``columns`` names the fields (the first links)."""
 
     template_name = "webarchive/object_list.html"
     paginate_by = 50
     filterset_class = None
-    columns: list[str] = []  # field names shown as columns; the first links to the object
+    table_class: type[Table] | None = None
+    columns: list[str] = []
 
     def get_queryset(self):
         queryset = super().get_queryset()
@@ -93,20 +126,22 @@ class ObjectListView(RestrictedQuerysetMixin, ListView):
             queryset = self.filterset.qs
         return queryset
 
+    def get_table_class(self) -> type[Table]:
+        if self.table_class is not None:
+            return self.table_class
+        columns = tuple(Column(name, link=index == 0) for index, name in enumerate(self.columns))
+        return type("Table", (Table,), {"columns": columns})
+
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        meta = self.model._meta if self.model else self.object_list.model._meta
+        model = self.model or self.object_list.model
         paginator = context.get("paginator")
         context.update(
             {
                 "result_count": paginator.count if paginator else len(context["object_list"]),
                 "filterset": self.filterset,
-                "verbose_name_plural": meta.verbose_name_plural,
-                "headers": [meta.get_field(name).verbose_name for name in self.columns],
-                "rows": [
-                    (obj, [display_value(obj, name) for name in self.columns])
-                    for obj in context["object_list"]
-                ],
+                "verbose_name_plural": model._meta.verbose_name_plural,
+                "table": self.get_table_class()(context["object_list"], model=model, user=self.request.user),
             }
         )
         return context
@@ -225,8 +260,6 @@ class TokenRegenerateView(View):
     """Replace the user's API token (POST only); the old one stops working at once."""
 
     def post(self, request):
-        from webarchive.services import user_token_regenerate
-
         user_token_regenerate(user=request.user)
         return redirect("account")
 

@@ -24,7 +24,6 @@ from harvest.models import (
 from harvest.selectors import job_sites, job_totals
 from harvest.services import crawls, jobs
 from harvest.validators import trap_list
-from storage.api.serializers import WarcFileSerializer
 from webarchive.api.fields import CharField, DateTimeField, ModelSerializer
 from webarchive.api.viewsets import ReadOnlyViewSet
 from webarchive.permissions import CHANGE, Area
@@ -281,14 +280,6 @@ class JobViewSet(ReadOnlyViewSet):
             raise ValidationError(filterset.errors)
         page = self.paginate_queryset(filterset.qs)
         return self.get_paginated_response(SiteProgressSerializer(page, many=True).data)
-
-    @extend_schema(responses=WarcFileSerializer(many=True))
-    @action(detail=True, methods=["get"], serializer_class=WarcFileSerializer, filterset_class=None)
-    def files(self, request, pk=None):
-        """The job's closed WARC files: name, size, records, SHA-256 (paginated, oldest first)."""
-        job = self.get_object()
-        page = self.paginate_queryset(job.warc_files.order_by("created_at", "name"))
-        return self.get_paginated_response(WarcFileSerializer(page, many=True).data)
 
     @extend_schema(request=None, responses=JobDetailSerializer)
     @action(detail=True, methods=["post"], filterset_class=None)

@@ -28,7 +28,15 @@ from harvest.models import (
 from harvest.services.planning import SELECTIVE_FIELDS, SNAPSHOT_FIELDS
 from harvest.validators import domain_name_normalise
 from selection.models import Collection
-from webarchive.api.fields import CharField, DateTimeField, IdField, IdRelatedField, ModelSerializer
+from webarchive.api.fields import (
+    CharField,
+    DateTimeField,
+    IdField,
+    IdRelatedField,
+    ModelSerializer,
+    VersionedModelSerializer,
+    VersionField,
+)
 
 # Limits are -1 (no limit) or more; said at the field before the service's constraint says it for the row.
 LIMIT = {"min_value": -1}
@@ -73,7 +81,7 @@ class NamedSerializer(serializers.Serializer):
 # Domains ---------------------------------------------------------------------------------------
 
 
-class DomainSerializer(CreateOnlyMixin, ModelSerializer):
+class DomainSerializer(CreateOnlyMixin, VersionedModelSerializer):
     """A domain with the names of its configurations and seed lists. Never deleted."""
 
     name = CharField(max_length=255, help_text=_("A registered domain name (example.fr); set at creation."))
@@ -116,6 +124,7 @@ class DomainSerializer(CreateOnlyMixin, ModelSerializer):
             "seeds",
             "created_at",
             "updated_at",
+            "version",
         ]
         read_only_fields = ["alias_updated_at", "created_at", "updated_at"]
         validators = []
@@ -171,7 +180,7 @@ class DomainListReportSerializer(serializers.Serializer):
     errors = LineErrorSerializer(many=True, help_text=_("The lines refused, and why."))
 
 
-class SeedListSerializer(CreateOnlyMixin, ModelSerializer):
+class SeedListSerializer(CreateOnlyMixin, VersionedModelSerializer):
     domain = serializers.SlugRelatedField(slug_field="name", queryset=Domain.objects.all())
     seed_urls = serializers.ListField(
         child=CharField(), read_only=True, help_text=_("The seeds normalised, once each.")
@@ -182,12 +191,22 @@ class SeedListSerializer(CreateOnlyMixin, ModelSerializer):
 
     class Meta:
         model = SeedList
-        fields = ["id", "domain", "name", "seeds", "seed_urls", "comments", "configurations", "updated_at"]
+        fields = [
+            "id",
+            "domain",
+            "name",
+            "seeds",
+            "seed_urls",
+            "comments",
+            "configurations",
+            "updated_at",
+            "version",
+        ]
         read_only_fields = ["updated_at"]
         validators = []
 
 
-class ConfigurationSerializer(CreateOnlyMixin, ModelSerializer):
+class ConfigurationSerializer(CreateOnlyMixin, VersionedModelSerializer):
     domain = serializers.SlugRelatedField(slug_field="name", queryset=Domain.objects.all())
     seed_lists = IdRelatedField(
         many=True,
@@ -216,6 +235,7 @@ class ConfigurationSerializer(CreateOnlyMixin, ModelSerializer):
             "is_default",
             "harvest_definitions",
             "updated_at",
+            "version",
         ]
         read_only_fields = ["source_collection", "updated_at"]
         extra_kwargs = {"max_objects": LIMIT, "max_bytes": LIMIT}
@@ -254,7 +274,17 @@ class ConfigurationLimitsResultSerializer(serializers.Serializer):
 # Templates, schedules, channels, traps --------------------------------------------------------------
 
 
-class TemplateSerializer(ModelSerializer):
+class TemplateSerializer(VersionedModelSerializer):
+    """A template. Its ``version`` numbers its saves, as every object's; ``settings_version`` numbers
+    the changes of its crawler settings (what a job's ``template_version`` refers to)."""
+
+    version = VersionField(source="revision")
+    settings_version = serializers.IntegerField(
+        source="version",
+        read_only=True,
+        help_text=_("Raised by a change of a crawler setting; a job keeps the one it was made with."),
+    )
+
     class Meta:
         model = HarvestTemplate
         fields = [
@@ -263,14 +293,15 @@ class TemplateSerializer(ModelSerializer):
             "description",
             "is_active",
             *HarvestTemplate.SETTINGS,
+            "settings_version",
             "version",
             "updated_at",
         ]
-        read_only_fields = ["version", "updated_at"]
+        read_only_fields = ["updated_at"]
         validators = []
 
 
-class ScheduleSerializer(ModelSerializer):
+class ScheduleSerializer(VersionedModelSerializer):
     frequency = CharField(
         read_only=True, help_text=_("once, daily, weekly, monthly, twice-yearly, annual or custom.")
     )
@@ -295,6 +326,7 @@ class ScheduleSerializer(ModelSerializer):
             "frequency",
             "next_runs",
             "updated_at",
+            "version",
         ]
         read_only_fields = ["updated_at"]
         validators = []
@@ -305,14 +337,14 @@ class ScheduleSerializer(ModelSerializer):
         return [field.to_representation(run) for run in schedule.runs(count=NEXT_RUNS)]
 
 
-class ChannelSerializer(ModelSerializer):
+class ChannelSerializer(VersionedModelSerializer):
     class Meta:
         model = HarvestChannel
-        fields = ["id", "name", "queue", "is_snapshot", "is_default", "comments"]
+        fields = ["id", "name", "queue", "is_snapshot", "is_default", "comments", "version"]
         validators = []
 
 
-class TrapListSerializer(ModelSerializer):
+class TrapListSerializer(VersionedModelSerializer):
     patterns = serializers.ListField(
         source="trap_list",
         child=CharField(),
@@ -322,14 +354,14 @@ class TrapListSerializer(ModelSerializer):
 
     class Meta:
         model = GlobalCrawlerTrapList
-        fields = ["id", "name", "description", "is_active", "traps", "patterns"]
+        fields = ["id", "name", "description", "is_active", "traps", "patterns", "version"]
         validators = []
 
 
 # Harvest definitions ---------------------------------------------------------------------------
 
 
-class HarvestDefinitionSerializer(CreateOnlyMixin, ModelSerializer):
+class HarvestDefinitionSerializer(CreateOnlyMixin, VersionedModelSerializer):
     """A selective or snapshot harvest definition. Never deleted; its kind is set at creation."""
 
     kind = serializers.ChoiceField(choices=HarvestKind.choices, help_text=_("Set at creation."))
@@ -366,6 +398,7 @@ class HarvestDefinitionSerializer(CreateOnlyMixin, ModelSerializer):
             "configurations_url",
             "created_at",
             "updated_at",
+            "version",
         ]
         read_only_fields = ["next_date", "runs_done", "created_at", "updated_at"]
         extra_kwargs = {"max_objects_per_domain": LIMIT, "max_bytes_per_domain": LIMIT}

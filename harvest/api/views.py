@@ -3,10 +3,13 @@
 Domains, templates, schedules, channels, harvest definitions and global trap
 lists are never deleted (DELETE is a 405); seed lists, configurations and the
 mappings may be, when the service finds that nothing depends on them.
+
+A change (PUT, PATCH) of any of them but the mappings is made over the
+``version`` the client read: the service refuses it if someone saved the
+object since, which the API answers with 409 and what they changed.
 """
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from django.db.models import Count, Prefetch
 from django.utils.translation import gettext as _
 from drf_spectacular.utils import extend_schema
@@ -110,17 +113,14 @@ class DomainViewSet(PlanningViewSetMixin, NoDeleteViewSet):
     action_permissions = {"alias": (CHANGE, None), "renew_alias": (CHANGE, None)}
 
     def perform_create(self, serializer):
-        fields = _fields(serializer)
-        is_active = fields.pop("is_active", True)
-        with transaction.atomic():
-            domain = domains.domain_create(user=self.request.user, **fields)
-            if not is_active:
-                domain = domains.domain_update(domain=domain, user=self.request.user, is_active=False)
-        serializer.instance = domain
+        serializer.instance = domains.domain_create(user=self.request.user, **_fields(serializer))
 
     def perform_update(self, serializer):
         serializer.instance = domains.domain_update(
-            domain=serializer.instance, user=self.request.user, **_fields(serializer)
+            domain=serializer.instance,
+            user=self.request.user,
+            expected_version=serializer.expected_version,
+            **_fields(serializer),
         )
 
     def _answer(self, domain):
@@ -193,7 +193,10 @@ class SeedListViewSet(PlanningViewSetMixin, CrudViewSet):
 
     def perform_update(self, serializer):
         serializer.instance = domains.seed_list_save(
-            user=self.request.user, seed_list=serializer.instance, **_fields(serializer)
+            user=self.request.user,
+            seed_list=serializer.instance,
+            expected_version=serializer.expected_version,
+            **_fields(serializer),
         )
 
     def perform_destroy(self, instance):
@@ -226,6 +229,7 @@ class ConfigurationViewSet(PlanningViewSetMixin, CrudViewSet):
             user=self.request.user,
             configuration=serializer.instance,
             seed_lists=fields.pop("seed_lists", None),
+            expected_version=serializer.expected_version,
             **fields,
         )
 
@@ -291,7 +295,10 @@ class TemplateViewSet(PlanningViewSetMixin, NoDeleteViewSet):
 
     def perform_update(self, serializer):
         serializer.instance = planning.template_save(
-            user=self.request.user, template=serializer.instance, **_fields(serializer)
+            user=self.request.user,
+            template=serializer.instance,
+            expected_version=serializer.expected_version,
+            **_fields(serializer),
         )
 
 
@@ -307,7 +314,10 @@ class ScheduleViewSet(PlanningViewSetMixin, NoDeleteViewSet):
 
     def perform_update(self, serializer):
         serializer.instance = planning.schedule_save(
-            user=self.request.user, schedule=serializer.instance, **_fields(serializer)
+            user=self.request.user,
+            schedule=serializer.instance,
+            expected_version=serializer.expected_version,
+            **_fields(serializer),
         )
 
 
@@ -323,7 +333,10 @@ class ChannelViewSet(PlanningViewSetMixin, NoDeleteViewSet):
 
     def perform_update(self, serializer):
         serializer.instance = planning.channel_save(
-            user=self.request.user, channel=serializer.instance, **_fields(serializer)
+            user=self.request.user,
+            channel=serializer.instance,
+            expected_version=serializer.expected_version,
+            **_fields(serializer),
         )
 
 
@@ -339,7 +352,10 @@ class TrapListViewSet(PlanningViewSetMixin, NoDeleteViewSet):
 
     def perform_update(self, serializer):
         serializer.instance = planning.trap_list_save(
-            user=self.request.user, trap_list=serializer.instance, **_fields(serializer)
+            user=self.request.user,
+            trap_list=serializer.instance,
+            expected_version=serializer.expected_version,
+            **_fields(serializer),
         )
 
 
@@ -371,7 +387,10 @@ class HarvestDefinitionViewSet(PlanningViewSetMixin, NoDeleteViewSet):
 
     def perform_update(self, serializer):
         serializer.instance = planning.definition_save(
-            user=self.request.user, definition=serializer.instance, **_fields(serializer)
+            user=self.request.user,
+            definition=serializer.instance,
+            expected_version=serializer.expected_version,
+            **_fields(serializer),
         )
 
     def _answer(self, definition):

@@ -28,7 +28,7 @@ import threading
 import time
 from pathlib import Path
 
-from harvest.crawler import behaviours
+from harvest.crawler import behaviours, defaults
 from harvest.crawler.tab import (
     BrowserAnswer,
     RenderOptions,
@@ -80,9 +80,9 @@ class BrowserPool:
     def __init__(
         self,
         *,
-        size: int = 2,
+        size: int = defaults.BROWSERS,
         executable: str | None = None,
-        heap_mb: int = 512,
+        heap_mb: int = defaults.BROWSER_HEAP_MB,
         grace_seconds: float = GRACE_SECONDS,
         name: str = "browser",
     ):

@@ -13,6 +13,11 @@ M sitemap, P prerequisite), via (the URL it was found on), MIME type, fetch
 duration, payload digest, the site (the domain of the crawl), annotations
 (comma-separated).
 
+A fetch without a response has the annotation ``error:<code>:<text>``: the code is a
+:class:`~harvest.crawler.outcomes.FetchError` (what machines read: the monitoring page), the text
+says it for people (spaces as ``_``), e.g. ``error:connection-refused:connection_refused``. Logs
+written before the codes have ``error:<text>``: :func:`fetch_error` reads both.
+
 Several threads and processes append to one file: each line is written with
 a single ``write`` on a file opened with ``O_APPEND``, which the kernel keeps
 whole.
@@ -26,6 +31,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .outcomes import FetchError
 from .scope import compile_rule
 
 # Negative statuses: why there is no HTTP status.
@@ -37,6 +43,49 @@ NO_ANSWER = {
     "refused": -7,  # the address guard refused the address
     "robots": -9998,  # robots.txt forbids it
 }
+# The status of a fetch without a response, by its error code.
+ERROR_STATUS = {
+    FetchError.REFUSED: NO_ANSWER["refused"],
+    FetchError.DNS: NO_ANSWER["dns"],
+    FetchError.CONNECTION_REFUSED: NO_ANSWER["connect"],
+    FetchError.CONNECT: NO_ANSWER["connect"],
+    FetchError.CONNECT_TIMEOUT: NO_ANSWER["timeout"],
+    FetchError.TIMEOUT: NO_ANSWER["timeout"],
+    FetchError.TLS: NO_ANSWER["broken"],
+    FetchError.DISCONNECTED: NO_ANSWER["broken"],
+    FetchError.RESET: NO_ANSWER["broken"],
+    FetchError.PROTOCOL: NO_ANSWER["broken"],
+    FetchError.INVALID_URL: NO_ANSWER["broken"],
+    FetchError.INTERRUPTED: NO_ANSWER["broken"],
+    FetchError.OTHER: NO_ANSWER["broken"],
+}
+ERROR_TEXT_CHARACTERS = 120  # of the text of an error annotation
+
+
+def error_annotation(code: FetchError, text: str) -> str:
+    """The annotation of a fetch without a response: ``error:<code>:<text>``.
+
+    The text is one annotation: its spaces become ``_`` and its commas ``;``.
+    """
+    return f"error:{code.value}:" + text.replace(" ", "_").replace(",", ";")[:ERROR_TEXT_CHARACTERS]
+
+
+def fetch_error(annotations: str) -> tuple[FetchError | None, str]:
+    """The error code and text of a line's annotations field (``_`` read back as spaces).
+
+    ``(None, text)`` for a line written before the codes (``error:<text>``), ``(None, "")`` for a line
+    without an error.
+    """
+    for note in annotations.split(","):
+        if not note.startswith("error:"):
+            continue
+        written = note.removeprefix("error:")
+        code, _, text = written.partition(":")
+        try:
+            return FetchError(code), text.replace("_", " ")
+        except ValueError:  # an old line: the text alone
+            return None, written.replace("_", " ")
+    return None, ""
 
 
 def log_line(

@@ -20,7 +20,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from harvest.crawler.site import OPERATOR, TIME_LIMIT, SiteCrawl
+from harvest.crawler import defaults
+from harvest.crawler.outcomes import OPERATOR, TIME_LIMIT
+from harvest.crawler.site import SiteCrawl
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +71,7 @@ class SiteHandle:
 class CrawlEngine:
     """A pool of fetch threads serving the site crawls that are due, soonest first."""
 
-    def __init__(self, *, threads: int = 8, name: str = "crawl"):
+    def __init__(self, *, threads: int = defaults.FETCH_THREADS, name: str = "crawl"):
         self.threads = threads
         self.name = name
         self._heap: list[_Due] = []

@@ -16,7 +16,8 @@ it on the wire.
 Every connection goes through the address guard
 (:func:`webarchive.netguard.guarded_pool_manager`), so an address the policy
 refuses (loopback, private networks, cloud metadata…) is never contacted: it
-becomes ``Exchange.error``. urllib3 is used directly, not through requests:
+becomes ``Exchange.error_code`` (a :class:`~harvest.crawler.outcomes.FetchError`, for machines)
+and ``Exchange.error`` (its words, for people). urllib3 is used directly, not through requests:
 requests adds some 0.6 ms of Python to every request, most of a crawler's
 time per URL.
 """
@@ -52,6 +53,8 @@ from urllib3.exceptions import (
 )
 from urllib3.exceptions import SSLError as Urllib3SSLError
 
+from harvest.crawler import defaults
+from harvest.crawler.outcomes import FetchError
 from webarchive.netguard import (
     AddressRefused,
     GuardedHTTPConnection,
@@ -83,11 +86,10 @@ def format_digest(digester, algorithm: str) -> str:
 class Exchange:
     """One HTTP request and its response, as the WARC records need them.
 
-    ``error`` is set (and the response fields are empty) when no response was
-    received. ``body`` holds the entity body as sent (content-encoded, not
-    chunked); ``truncated`` says why it was cut ("length", "time",
-    "disconnect", or what ``fetch(interrupted=…)`` or its ``deadline`` said:
-    "stopped", "deadline").
+    ``error_code`` and ``error`` are set (and the response fields are empty) when no response was
+    received: why, as a :class:`FetchError`, and in words. ``body`` holds the entity body as sent
+    (content-encoded, not chunked); ``truncated`` says why it was cut ("length", "time",
+    "disconnect", or what ``fetch(interrupted=…)`` or its ``deadline`` said: "stopped", "deadline").
     """
 
     url: str
@@ -97,6 +99,7 @@ class Exchange:
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     duration: float = 0.0
     peer_ip: str | None = None
+    error_code: FetchError | None = None
     error: str | None = None
     status: int = 0
     reason: str = ""
@@ -216,11 +219,11 @@ class Fetcher:
         *,
         user_agent: str,
         address_check: Callable[[str], str | None] | None = None,
-        connect_timeout: float = 10,
-        read_timeout: float = 30,
-        max_response_bytes: int = 100 * 1024 * 1024,
-        max_fetch_seconds: float = 600,
-        digest_algorithm: str = "sha256",
+        connect_timeout: float = defaults.CONNECT_TIMEOUT,
+        read_timeout: float = defaults.READ_TIMEOUT,
+        max_response_bytes: int = defaults.MAX_RESPONSE_BYTES,
+        max_fetch_seconds: float = defaults.MAX_FETCH_SECONDS,
+        digest_algorithm: str = defaults.DIGEST_ALGORITHM,
         verify_tls: bool = True,
     ):
         if digest_algorithm not in DIGEST_ALGORITHMS:
@@ -371,6 +374,8 @@ class FetchSession:
                 timeout=self._timeout,
             )
         except _REQUEST_ERRORS as error:
+            interrupted = limits.reason()
+            code, text = (FetchError.INTERRUPTED, interrupted) if interrupted else classify_error(error)
             exchange = Exchange(
                 url=url,
                 method=method,
@@ -379,7 +384,8 @@ class FetchSession:
                 started_at=started_at,
                 duration=time.monotonic() - start,
                 peer_ip=self._recorder.peer_address,
-                error=limits.reason() or describe_error(error),
+                error_code=code,
+                error=text,
             )
             return exchange, _is_stale_connection(error)
         raw = response
@@ -589,36 +595,45 @@ def _kind(*kinds: type[BaseException]) -> Callable[[BaseException], bool]:
 
 
 # Most precise first: the first kind found anywhere in the chain of causes names the error.
-_ERROR_KINDS: list[tuple[Callable[[BaseException], bool], Callable[..., str]]] = [
-    (_kind(AddressRefused), _refused),
-    (_kind(ResolutionTimeout), lambda error: "DNS lookup timed out"),
-    (_kind(socket.gaierror), _dns_failed),
-    (_kind(ConnectionRefusedError), lambda error: "connection refused"),
-    (_connect_timed_out, lambda error: "connection timed out"),
-    (_kind(NewConnectionError), _connect_failed),
-    (_kind(ReadTimeoutError, TimeoutError), lambda error: "timed out"),
-    (_kind(ssl.SSLError), _tls_failed),
-    (_kind(http.client.RemoteDisconnected), lambda error: "closed by the server without a response"),
-    (_kind(ConnectionResetError, BrokenPipeError, ConnectionAbortedError), lambda error: "connection reset"),
-    (_kind(http.client.HTTPException), _http_failed),
+_ERROR_KINDS: list[tuple[Callable[[BaseException], bool], FetchError, Callable[..., str]]] = [
+    (_kind(AddressRefused), FetchError.REFUSED, _refused),
+    (_kind(ResolutionTimeout), FetchError.DNS, lambda error: "DNS lookup timed out"),
+    (_kind(socket.gaierror), FetchError.DNS, _dns_failed),
+    (_kind(ConnectionRefusedError), FetchError.CONNECTION_REFUSED, lambda error: "connection refused"),
+    (_connect_timed_out, FetchError.CONNECT_TIMEOUT, lambda error: "connection timed out"),
+    (_kind(NewConnectionError), FetchError.CONNECT, _connect_failed),
+    (_kind(ReadTimeoutError, TimeoutError), FetchError.TIMEOUT, lambda error: "timed out"),
+    (_kind(ssl.SSLError), FetchError.TLS, _tls_failed),
+    (
+        _kind(http.client.RemoteDisconnected),
+        FetchError.DISCONNECTED,
+        lambda error: "closed by the server without a response",
+    ),
+    (
+        _kind(ConnectionResetError, BrokenPipeError, ConnectionAbortedError),
+        FetchError.RESET,
+        lambda error: "connection reset",
+    ),
+    (_kind(http.client.HTTPException), FetchError.PROTOCOL, _http_failed),
     (
         _kind(
             LocationValueError,  # unparsable, or a scheme other than http(s)
             UnicodeError,
         ),
+        FetchError.INVALID_URL,
         lambda error: f"invalid URL: {error}"[:200],
     ),
 ]
 
 
-def describe_error(error: BaseException) -> str:
-    """A short human reason for a failed request ("connection refused", "timed out"…)."""
+def classify_error(error: BaseException) -> tuple[FetchError, str]:
+    """Why a request failed: its code, and a short human reason ("connection refused", "timed out"…)."""
     causes = list(error_causes(error))
-    for matches, describe in _ERROR_KINDS:
+    for matches, code, describe in _ERROR_KINDS:
         for cause in causes:
             if matches(cause):
-                return describe(cause)
-    return str(error)[:200] or type(error).__name__
+                return code, describe(cause)
+    return FetchError.OTHER, str(error)[:200] or type(error).__name__
 
 
 def _is_stale_connection(error: BaseException) -> bool:

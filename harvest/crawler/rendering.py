@@ -28,8 +28,10 @@ import logging
 import time
 from collections import OrderedDict
 
+from harvest.crawler.crawllog import NO_ANSWER
 from harvest.crawler.fetch import Exchange
 from harvest.crawler.frontier import Candidate
+from harvest.crawler.outcomes import FetchError
 from harvest.crawler.tab import BrowserAnswer, BrowserRequest, RenderOptions, RenderResult
 from harvest.crawler.urls import canonicalize, fingerprint
 
@@ -43,6 +45,17 @@ SCREENSHOT_PREFIX = "urn:screenshot:"
 SCREENSHOT_TYPE = "image/png"
 TEXT_PREFIX = "urn:text:"
 RENDER_ERRORS_KEPT = 20
+# What the browser is told of a request the crawler could not fetch (a key of tab.ABORT_CODES), by
+# the fetch's error code; any other error is "failed".
+ABORT_REASONS = {
+    FetchError.REFUSED: "refused",
+    FetchError.DNS: "dns",
+    FetchError.CONNECT_TIMEOUT: "timeout",
+    FetchError.TIMEOUT: "timeout",
+    FetchError.CONNECTION_REFUSED: "connect",
+    FetchError.CONNECT: "connect",
+    FetchError.RESET: "connect",
+}
 
 
 class AnswerCache:
@@ -147,7 +160,7 @@ class PageRender:
             crawl._fetch_robots(crawl.robots.robots_url(url), via=self.page.url)
             self._last_fetch = time.monotonic()
         if crawl.settings.obey_robots and not crawl.robots.allowed(url):
-            crawl._log_no_answer(candidate, "robots", ["robots:disallowed", "browser"])
+            crawl._log_no_answer(candidate, NO_ANSWER["robots"], ["robots:disallowed", "browser"])
             return "robots"
         candidate.follow = self.page.follow and crawl.scope.decide(url, candidate.hop_path) is None
         self._pace(url, request.deadline)
@@ -166,7 +179,7 @@ class PageRender:
                 crawl.frontier.mark_seen(url)
                 crawl.rendered_urls.add(fingerprint(url))
             if exchange.error is not None:
-                return _refusal(exchange.error)
+                return ABORT_REASONS.get(exchange.error_code, "failed")
             if candidate.follow:
                 crawl._queue_links(candidate, exchange)  # what the plain crawler would have found in it
             answer = answer_of(exchange)
@@ -221,16 +234,3 @@ class PageRender:
                 content_type="text/plain; charset=utf-8",
                 payload=result.text.encode("utf-8", "replace"),
             )
-
-
-def _refusal(error: str) -> str:
-    text = error.lower()
-    if text.startswith("address refused"):
-        return "refused"
-    if "dns" in text:
-        return "dns"
-    if "timed out" in text:
-        return "timeout"
-    if "connection" in text:
-        return "connect"
-    return "failed"

@@ -16,7 +16,8 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from harvest.crawler.crawllog import NO_ANSWER, log_line
+from harvest.crawler import defaults
+from harvest.crawler.crawllog import ERROR_STATUS, NO_ANSWER, error_annotation, log_line
 from harvest.crawler.dedup import (
     IDENTICAL_PAYLOAD,
     SERVER_NOT_MODIFIED,
@@ -31,22 +32,24 @@ from harvest.crawler.extractors import Document, ExtractOptions, extract
 from harvest.crawler.extractors.html import HTML_TYPES
 from harvest.crawler.fetch import Exchange, FetchSession
 from harvest.crawler.frontier import Candidate, Frontier
+from harvest.crawler.outcomes import (  # the stop reasons, which harvest.worker imports from here
+    BYTE_LIMIT,
+    COMPLETED,
+    FAILED,
+    OBJECT_LIMIT,
+    OPERATOR,
+    TIME_LIMIT,
+    CrawlError,
+    FetchError,
+)
 from harvest.crawler.rendering import RENDER_OFF, AnswerCache, PageRender, answer_of, wants_render
 from harvest.crawler.robots import RobotsCache
 from harvest.crawler.scope import Scope
-from harvest.crawler.tab import BrowserAnswer
+from harvest.crawler.tab import ALL_BEHAVIOURS, BrowserAnswer
 from harvest.crawler.traps import TrapGuard
 from harvest.crawler.urls import canonicalize, fingerprint, host_of
 
 logger = logging.getLogger(__name__)
-
-# Why a site crawl ended (the values of harvest.choices.StopReason).
-COMPLETED = "completed"
-OBJECT_LIMIT = "object-limit"
-BYTE_LIMIT = "byte-limit"
-TIME_LIMIT = "time-limit"
-OPERATOR = "operator"
-FAILED = "failed"
 
 # Documents whose links are extracted; everything else is stored and not read.
 EXTRACTED_TYPES = (
@@ -81,16 +84,16 @@ class SiteSettings:
 
     seeds: list[str]
     domain: str | None = None
-    depth_policy: str = "host"
-    clicks: int = 1
-    max_hops: int = 20
+    depth_policy: str = defaults.DEPTH_POLICY
+    clicks: int = defaults.CLICKS
+    max_hops: int = defaults.MAX_HOPS
     accept_rules: list[str] = field(default_factory=list)
     reject_rules: list[str] = field(default_factory=list)
     crawler_traps: list[str] = field(default_factory=list)
     obey_robots: bool = True
-    min_delay: float = 1.0
-    max_delay: float = 30.0
-    delay_factor: float = 5.0
+    min_delay: float = defaults.MIN_DELAY
+    max_delay: float = defaults.MAX_DELAY
+    delay_factor: float = defaults.DELAY_FACTOR
     max_request_rate: int = 0  # requests per minute, 0 = no limit of its own
     extract_javascript: bool = True
     extract_sitemaps: bool = True
@@ -98,24 +101,24 @@ class SiteSettings:
     max_objects: int = -1  # -1: no limit
     max_bytes: int = -1
     deadline: float | None = None  # time.time() after which the crawl stops (time limit)
-    max_path_repeats: int = 2
-    max_per_directory: int = 5_000
-    max_per_script: int = 500
-    calendar_years_back: int = 30  # dates further back, or further ahead, are calendar traps
-    calendar_years_ahead: int = 2
+    max_path_repeats: int = defaults.TRAP_PATH_REPEATS
+    max_per_directory: int = defaults.TRAP_PER_DIRECTORY
+    max_per_script: int = defaults.TRAP_PER_SCRIPT
+    calendar_years_back: int = defaults.TRAP_CALENDAR_YEARS_BACK  # dates further back, or ahead, are traps
+    calendar_years_ahead: int = defaults.TRAP_CALENDAR_YEARS_AHEAD
     dedup_verify: bool = False  # confirm a digest match byte for byte against the stored original
     # Browser capture (harvest.crawler.rendering): "off", "seeds" or "all" (every HTML page in scope).
     render: str = RENDER_OFF
-    behaviours: tuple[str, ...] = ("scroll", "click", "media")
-    render_page_seconds: float = 30.0
-    render_behaviour_seconds: float = 10.0
-    viewport: tuple[int, int] = (1366, 768)
-    render_cache_bytes: int = 16 * 1024 * 1024  # answers kept to give the browser again without asking
+    behaviours: tuple[str, ...] = ALL_BEHAVIOURS
+    render_page_seconds: float = defaults.RENDER_PAGE_SECONDS
+    render_behaviour_seconds: float = defaults.RENDER_BEHAVIOUR_SECONDS
+    viewport: tuple[int, int] = defaults.VIEWPORT
+    render_cache_bytes: int = defaults.RENDER_CACHE_BYTES  # answers kept to give the browser again
     # What one hostile site can make the worker hold (docs/harvesting.md, "Limits a hostile site meets").
-    max_queued_urls: int = 200_000  # URLs waiting in the frontier; links found beyond are dropped, counted
-    extract_max_bytes: int = 16 * 1024 * 1024  # of a decoded document read for links (sitemaps, CSS…)
-    extract_max_html_bytes: int = 4 * 1024 * 1024  # of an HTML page: its parse costs ~30 times its size
-    extract_max_links: int = 50_000  # per document; those beyond are counted, not queued
+    max_queued_urls: int = defaults.MAX_QUEUED_URLS
+    extract_max_bytes: int = defaults.EXTRACT_MAX_BYTES
+    extract_max_html_bytes: int = defaults.EXTRACT_MAX_HTML_BYTES
+    extract_max_links: int = defaults.EXTRACT_MAX_LINKS
 
     @property
     def site(self) -> str:
@@ -212,6 +215,7 @@ class SiteCrawl:
         self.current_url = ""
         self.stop_reason = ""
         self.error = ""
+        self.error_code: CrawlError | None = None  # why it failed, for machines; ``error`` says it in words
         self.broken = False  # ended by a fault of the crawler itself, not of the website
         self.started = time.time()
         self._stop_requested = ""
@@ -220,7 +224,7 @@ class SiteCrawl:
         for url in settings.seeds:
             self.add_seed(url)
         if not len(self.frontier):
-            self.error = "No valid seed URL."
+            self.error_code, self.error = CrawlError.NO_VALID_SEED, "No valid seed URL."
 
     # -- what the engine calls -------------------------------------------------------------
 
@@ -253,7 +257,8 @@ class SiteCrawl:
         candidate = self._next_candidate()
         if candidate is None:
             if not self.urls_done and self.errors:
-                self.error = self.error or "No seed could be fetched."
+                if self.error_code is None:
+                    self.error_code, self.error = CrawlError.NO_SEED_FETCHED, "No seed could be fetched."
                 self._finish(FAILED)
             else:
                 self._finish(COMPLETED)
@@ -264,7 +269,7 @@ class SiteCrawl:
             self.waiting.appendleft(candidate)
             return self._fetch_robots(robots_url, via=candidate.url)
         if self.settings.obey_robots and not self.robots.allowed(candidate.url):
-            self._log_no_answer(candidate, "robots", ["robots:disallowed"])
+            self._log_no_answer(candidate, NO_ANSWER["robots"], ["robots:disallowed"])
             return 0.0
         previous, stored = self._previous_capture(candidate.url)
         exchange = self._fetch(candidate.url, conditional_headers(stored) if stored is not None else None)
@@ -305,7 +310,7 @@ class SiteCrawl:
 
     def fail(self, error: BaseException) -> None:
         """End the crawl because something in the crawler itself broke."""
-        self.error = f"{type(error).__name__}: {error}"
+        self.error_code, self.error = CrawlError.BROKEN, f"{type(error).__name__}: {error}"
         self.broken = True
         self._finish(FAILED)
 
@@ -338,6 +343,7 @@ class SiteCrawl:
             "seeds": self.settings.seeds,
             "stop_reason": self.stop_reason,
             "error": self.error,
+            "error_code": self.error_code or "",
             "urls": self.urls_done,
             "bytes": self.bytes,
             "errors": self.errors,
@@ -533,9 +539,9 @@ class SiteCrawl:
     ) -> None:
         notes = list(annotations or [])
         if exchange.error is not None:
-            self._log_no_answer(
-                candidate, _no_answer_kind(exchange.error), [*notes, _annotation(exchange.error)]
-            )
+            code = exchange.error_code or FetchError.OTHER
+            notes.append(error_annotation(code, exchange.error))
+            self._log_no_answer(candidate, ERROR_STATUS[code], notes)
             return
         if exchange.truncated:
             notes.append(f"truncated:{exchange.truncated}")
@@ -663,13 +669,14 @@ class SiteCrawl:
                 self.duplicates += 1
                 self.duplicate_bytes += saved
 
-    def _log_no_answer(self, candidate: Candidate, kind: str, annotations: list[str]) -> None:
+    def _log_no_answer(self, candidate: Candidate, status: int, annotations: list[str]) -> None:
+        """Log a URL that got no answer; ``status``: why, a negative status of crawllog.NO_ANSWER."""
         with self._lock:
             self.errors += 1
         self._log(
             candidate,
             when=datetime.now(UTC),
-            status=NO_ANSWER.get(kind, -2),
+            status=status,
             size=0,
             mime="",
             duration=0.0,
@@ -727,20 +734,3 @@ def _iso_date(stamp: str) -> str:
 def _requisite_depth(hop_path: str) -> int:
     """How many component hops end the path (E, X or P letters after the last link)."""
     return len(hop_path) - len(hop_path.rstrip("EXP"))
-
-
-def _no_answer_kind(error: str) -> str:
-    text = error.lower()
-    if "refused" in text and "address" in text:
-        return "refused"
-    if "dns" in text or "resolve" in text:
-        return "dns"
-    if "timed out" in text or "timeout" in text:
-        return "timeout"
-    if "connection refused" in text or "connect" in text:
-        return "connect"
-    return "broken"
-
-
-def _annotation(error: str) -> str:
-    return "error:" + error.replace(" ", "_")[:120]

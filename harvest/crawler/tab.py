@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harvest.crawler import behaviours
+from harvest.crawler import behaviours, defaults
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +68,9 @@ class RenderOptions:
     """How one page is rendered (from the job's template)."""
 
     behaviours: tuple[str, ...] = ALL_BEHAVIOURS
-    page_seconds: float = 30.0
-    behaviour_seconds: float = 10.0
-    viewport: tuple[int, int] = (1366, 768)
+    page_seconds: float = defaults.RENDER_PAGE_SECONDS
+    behaviour_seconds: float = defaults.RENDER_BEHAVIOUR_SECONDS
+    viewport: tuple[int, int] = defaults.VIEWPORT
     screenshot: bool = False
     user_agent: str = ""  # appended to Chromium's own, so that sites see a browser and who runs it
 

@@ -24,6 +24,8 @@ import datetime
 import re
 from collections import Counter
 
+from harvest.crawler import defaults
+
 PATH_REPEAT = "trap:path-repeat"
 DIRECTORY = "trap:directory"
 PARAMETERS = "trap:parameters"
@@ -51,10 +53,13 @@ class TrapGuard:
     def __init__(
         self,
         *,
-        max_path_repeats: int = 2,
-        max_per_directory: int = 5_000,
-        max_per_script: int = 500,
-        calendar_years: tuple[int, int] = (30, 2),
+        max_path_repeats: int = defaults.TRAP_PATH_REPEATS,
+        max_per_directory: int = defaults.TRAP_PER_DIRECTORY,
+        max_per_script: int = defaults.TRAP_PER_SCRIPT,
+        calendar_years: tuple[int, int] = (
+            defaults.TRAP_CALENDAR_YEARS_BACK,
+            defaults.TRAP_CALENDAR_YEARS_AHEAD,
+        ),
         today: datetime.date | None = None,
         max_keys: int = 100_000,
     ):

@@ -12,7 +12,8 @@ from django.utils.translation import gettext_lazy as _
 from harvest.models import Domain, DomainConfiguration, GlobalCrawlerTrapList, HarvestTemplate, SeedList
 from harvest.models.domains import UNLIMITED
 from harvest.validators import domain_name_normalise
-from webarchive.forms import BootstrapMixin, SeenVersionMixin
+from webarchive.forms import BootstrapMixin
+from webarchive.versioning import VersionFormMixin
 
 LIMIT_MESSAGE = _("A limit is a number of 0 or more, or -1 for no limit.")
 # A list of domains is read whole and posted back once to be created: 2 MB is about
@@ -110,7 +111,7 @@ class DomainListForm(BootstrapMixin, forms.Form):
         return data
 
 
-class DomainEditForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
+class DomainEditForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
     default_configuration = forms.ModelChoiceField(
         queryset=DomainConfiguration.objects.none(),
         empty_label=None,
@@ -157,7 +158,7 @@ class DomainAliasForm(BootstrapMixin, forms.Form):
 # Seed lists and configurations -----------------------------------------------------------------
 
 
-class SeedListForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
+class SeedListForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
     class Meta:
         model = SeedList
         fields = ["name", "seeds", "comments"]
@@ -165,7 +166,7 @@ class SeedListForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
         error_messages = {"seeds": {"required": _("A seed list needs at least one URL.")}}
 
 
-class ConfigurationForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
+class ConfigurationForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
     """A configuration of ``instance.domain``: its own seed lists, an active template (or the one it has)."""
 
     max_objects = limit_field(
@@ -237,7 +238,7 @@ TEMPLATE_GROUPS = [
 ]
 
 
-class TemplateForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
+class TemplateForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
     class Meta:
         model = HarvestTemplate
         fields = ["name", "description", "is_active", *HarvestTemplate.SETTINGS]
@@ -258,7 +259,7 @@ class TemplateForm(SeenVersionMixin, BootstrapMixin, forms.ModelForm):
         return grouped + [(label, [self[name] for name in names]) for label, names in TEMPLATE_GROUPS]
 
 
-class TrapListForm(BootstrapMixin, forms.ModelForm):
+class TrapListForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
     class Meta:
         model = GlobalCrawlerTrapList
         fields = ["name", "description", "is_active", "traps"]

@@ -3,7 +3,9 @@
 They parse input; the services validate and save. A model form here takes its
 fields (labels, choices, help) from the model but does not validate the
 instance itself: the service calls ``full_clean()`` on the object it saves and
-the page puts the errors at the fields they name (``ServiceFormView``).
+the page puts the errors at the fields they name (``ServiceFormView``). An edit
+form carries the version it showed (``VersionFormMixin``), which the page gives
+the service as ``expected_version``.
 """
 
 from django import forms
@@ -25,7 +27,8 @@ from harvest.models import (
 from harvest.services.planning import default_channel
 from harvest.validators import domain_name_normalise
 from selection.models import Collection
-from webarchive.forms import BootstrapMixin, SeenVersionMixin
+from webarchive.forms import BootstrapMixin
+from webarchive.versioning import VersionFormMixin
 
 
 class DateTimeLocalInput(forms.DateTimeInput):
@@ -67,7 +70,7 @@ def _name_constraint_message(model) -> str:
 # Schedules -------------------------------------------------------------------------------------
 
 
-class ScheduleForm(SeenVersionMixin, UniqueNameMixin, ParsingModelForm):
+class ScheduleForm(VersionFormMixin, UniqueNameMixin, ParsingModelForm):
     """Every N units, any time or at a fixed time, from a start; ends never, after N runs or at a date."""
 
     class Meta:
@@ -130,7 +133,7 @@ class ScheduleForm(SeenVersionMixin, UniqueNameMixin, ParsingModelForm):
 # Channels --------------------------------------------------------------------------------------
 
 
-class ChannelForm(UniqueNameMixin, ParsingModelForm):
+class ChannelForm(VersionFormMixin, UniqueNameMixin, ParsingModelForm):
     class Meta:
         model = HarvestChannel
         fields = ["name", "queue", "is_snapshot", "is_default", "comments"]
@@ -159,7 +162,7 @@ SNAPSHOT_FIELDS = [
 ]
 
 
-class DefinitionForm(SeenVersionMixin, UniqueNameMixin, ParsingModelForm):
+class DefinitionForm(VersionFormMixin, UniqueNameMixin, ParsingModelForm):
     """The fields of a selective or a snapshot harvest definition (``kind`` chooses which)."""
 
     class Meta:
@@ -173,7 +176,8 @@ class DefinitionForm(SeenVersionMixin, UniqueNameMixin, ParsingModelForm):
     def __init__(self, *args, kind: str, **kwargs):
         super().__init__(*args, **kwargs)
         wanted = SELECTIVE_FIELDS if kind == HarvestKind.SELECTIVE else SNAPSHOT_FIELDS
-        self.fields = {name: self.fields[name] for name in [*wanted, "seen"]}
+        # In the kind's order; "seen" (the version shown) only when editing.
+        self.fields = {name: self.fields[name] for name in [*wanted, "seen"] if name in self.fields}
         snapshot = kind == HarvestKind.SNAPSHOT
         channel = self.fields["channel"]
         channel.queryset = HarvestChannel.objects.filter(

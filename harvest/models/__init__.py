@@ -10,7 +10,14 @@ from harvest.models.definitions import (
 )
 from harvest.models.domains import UNLIMITED, Domain, DomainConfiguration, SeedList
 from harvest.models.jobs import ExternalLink, HarvestInfo, HarvestRun, Job, JobConfiguration
-from harvest.models.preload import PreloadDomain, PreloadEntry, PreloadInvalidLine, PreloadRun, PreloadSource
+from harvest.models.preload import (
+    PreloadDomain,
+    PreloadEntry,
+    PreloadInvalidLine,
+    PreloadRun,
+    PreloadSource,
+    PreloadStep,
+)
 from harvest.models.schedules import Schedule
 from harvest.models.statistics import Dimension, JobStatistics, StatisticLine
 from harvest.models.templates import HarvestTemplate
@@ -37,6 +44,7 @@ __all__ = [
     "PreloadInvalidLine",
     "PreloadRun",
     "PreloadSource",
+    "PreloadStep",
     "Schedule",
     "SeedList",
     "StatisticLine",

@@ -34,6 +34,8 @@ class HarvestChannel(models.Model):
         _("default"), default=False, help_text=_("New harvest definitions of its kind use this channel.")
     )
     comments = models.TextField(_("comments"), blank=True)
+    # Raised by every service save (webarchive.versioning).
+    version = models.PositiveIntegerField(_("version"), default=1, db_default=1, editable=False)
 
     history = HistoricalRecords()
 
@@ -136,6 +138,8 @@ class HarvestDefinition(models.Model):
 
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    # Raised by every service save, not by the launcher's runs (next date, runs done).
+    version = models.PositiveIntegerField(_("version"), default=1, db_default=1, editable=False)
 
     history = HistoricalRecords(excluded_fields=["updated_at", "runs_done", "next_date"])
 
@@ -206,6 +210,7 @@ class GlobalCrawlerTrapList(models.Model):
     traps = models.TextField(
         _("crawler traps"), validators=[validate_trap_lines], help_text=_("One regular expression per line.")
     )
+    version = models.PositiveIntegerField(_("version"), default=1, db_default=1, editable=False)
 
     history = HistoricalRecords()
 

@@ -75,6 +75,9 @@ class Domain(models.Model):
     )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    # Raised by every service save (webarchive.versioning); a database default too, for the rows
+    # the broad-crawl preparation inserts in SQL.
+    version = models.PositiveIntegerField(_("version"), default=1, db_default=1, editable=False)
 
     # History is looked up by the domain's id; the other indexes a history table would copy cost
     # every write (millions in a broad-crawl preparation) and serve no query.
@@ -135,6 +138,7 @@ class SeedList(models.Model):
     )
     comments = models.TextField(_("comments"), blank=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    version = models.PositiveIntegerField(_("version"), default=1, db_default=1, editable=False)
 
     history = HistoricalRecords(excluded_fields=["updated_at"])
 
@@ -203,6 +207,7 @@ class DomainConfiguration(models.Model):
         db_index=False,  # a partial index (Meta): most configurations come from no collection
     )
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    version = models.PositiveIntegerField(_("version"), default=1, db_default=1, editable=False)
 
     history = HistoricalRecords(m2m_fields=[seed_lists], excluded_fields=["updated_at"])
 

@@ -1,5 +1,5 @@
 """Broad-crawl preparation (the BnF's NAS_preload, inside the application): one run, its sources,
-and the staging rows a run works through (harvest.services.preload).
+its audit trail (steps) and the staging rows a run works through (harvest.services.preload).
 
 A run goes through its stages in order — ingest, merge, DNS check, redirect discovery, load —
 and records where it stands after every batch, so that an interrupted run resumes where it was.
@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from harvest.models.definitions import HarvestDefinition
+from webarchive.transitions import Transitions
 
 
 class PreloadRun(models.Model):
@@ -82,6 +83,67 @@ class PreloadRun(models.Model):
     @property
     def nameserver_list(self) -> list[str]:
         return [line.strip() for line in self.nameservers.splitlines() if line.strip()]
+
+
+# A run's state, moved by harvest.services.preload.runs. A run is run (preload_run) from any state
+# but done: running -> running is a worker killed mid-run whose task is delivered again, and a
+# stopped or failed run may be run again directly (``preload_domains --resume``) as well as queued
+# again by Resume. Stop only raises a flag; the run itself becomes stopped between two batches.
+PRELOAD_RUN_TRANSITIONS = Transitions(
+    PreloadRun.State,
+    {
+        PreloadRun.State.QUEUED: {PreloadRun.State.RUNNING},
+        PreloadRun.State.RUNNING: {
+            PreloadRun.State.RUNNING,
+            PreloadRun.State.STOPPED,
+            PreloadRun.State.FAILED,
+            PreloadRun.State.DONE,
+        },
+        PreloadRun.State.STOPPED: {PreloadRun.State.QUEUED, PreloadRun.State.RUNNING},
+        PreloadRun.State.FAILED: {PreloadRun.State.QUEUED, PreloadRun.State.RUNNING},
+        PreloadRun.State.DONE: set(),
+    },
+    noun=_("preload run"),
+    field="state",
+)
+
+
+class PreloadStep(models.Model):
+    """One step of a run in its audit trail: who created, stopped or resumed it, each stage it
+    finished and each range of domains it loaded, with what the step wrote.
+
+    A run creates and changes domains in bulk (thousands a statement), not one saved object at a
+    time: this is the record of who had what done, a row per step rather than per domain."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created", _("created")
+        STOP_ASKED = "stop_asked", _("stop asked")
+        RESUMED = "resumed", _("resumed")
+        STAGE_DONE = "stage_done", _("stage done")
+        LOADED = "loaded", _("domains loaded")
+
+    run = models.ForeignKey(PreloadRun, on_delete=models.CASCADE, related_name="steps", verbose_name=_("run"))
+    at = models.DateTimeField(_("at"), auto_now_add=True)
+    kind = models.CharField(_("step"), max_length=12, choices=Kind)
+    stage = models.CharField(_("stage"), max_length=10, choices=PreloadRun.Stage, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("by"),
+        help_text=_("Who asked for it: for the run's own steps, who started the run or resumed it last."),
+    )
+    counts = models.JSONField(_("what it wrote"), default=dict, blank=True)
+
+    class Meta:
+        verbose_name = _("preload step")
+        verbose_name_plural = _("preload steps")
+        ordering = ["run", "pk"]
+
+    def __str__(self):
+        return f"{self.run_id} {self.get_kind_display()} {self.stage}".strip()
 
 
 class PreloadSource(models.Model):

@@ -74,6 +74,7 @@ class Schedule(models.Model):
     )
     end_date = models.DateTimeField(_("until"), null=True, blank=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    version = models.PositiveIntegerField(_("version"), default=1, db_default=1, editable=False)
 
     history = HistoricalRecords(excluded_fields=["updated_at"])
 

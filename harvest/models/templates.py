@@ -10,6 +10,7 @@ from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
 from harvest.choices import DedupPolicy, DepthPolicy, DigestAlgorithm, RenderMode
+from harvest.crawler import defaults as crawler_defaults
 from harvest.validators import trap_list, validate_trap_lines
 
 RENDER_TIMES_MESSAGE = _(
@@ -62,17 +63,17 @@ class HarvestTemplate(models.Model):
 
     # Scope
     depth_policy = models.CharField(
-        _("depth policy"), max_length=10, choices=DepthPolicy, default=DepthPolicy.HOST
+        _("depth policy"), max_length=10, choices=DepthPolicy, default=crawler_defaults.DEPTH_POLICY
     )
     clicks = models.PositiveSmallIntegerField(
         _("clicks"),
-        default=1,
+        default=crawler_defaults.CLICKS,
         validators=[MaxValueValidator(50)],
         help_text=_("For “the page and N clicks”: how many links away from a seed."),
     )
     max_hops = models.PositiveSmallIntegerField(
         _("max hops"),
-        default=20,
+        default=crawler_defaults.MAX_HOPS,
         validators=[MinValueValidator(0), MaxValueValidator(1000)],
         help_text=_("Links away from a seed, at most, whatever the depth policy."),
     )
@@ -91,9 +92,15 @@ class HarvestTemplate(models.Model):
     obey_robots = models.BooleanField(_("obey robots.txt"), default=True)
 
     # Politeness: delay = clamp(delay factor * last fetch duration, min, max)
-    min_delay = models.FloatField(_("minimum delay (s)"), default=1.0, validators=[MinValueValidator(0)])
-    max_delay = models.FloatField(_("maximum delay (s)"), default=30.0, validators=[MinValueValidator(0)])
-    delay_factor = models.FloatField(_("delay factor"), default=5.0, validators=[MinValueValidator(0)])
+    min_delay = models.FloatField(
+        _("minimum delay (s)"), default=crawler_defaults.MIN_DELAY, validators=[MinValueValidator(0)]
+    )
+    max_delay = models.FloatField(
+        _("maximum delay (s)"), default=crawler_defaults.MAX_DELAY, validators=[MinValueValidator(0)]
+    )
+    delay_factor = models.FloatField(
+        _("delay factor"), default=crawler_defaults.DELAY_FACTOR, validators=[MinValueValidator(0)]
+    )
 
     # Extractors (HTML and CSS are always on)
     extract_javascript = models.BooleanField(_("URLs in JavaScript"), default=True)
@@ -176,6 +183,10 @@ class HarvestTemplate(models.Model):
 
     version = models.PositiveIntegerField(_("version"), default=1, editable=False)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
+    # ``version`` numbers the crawler settings (a job keeps the one it ran with); every save,
+    # whatever it changes, raises the revision, which edits are made over (webarchive.versioning).
+    revision = models.PositiveIntegerField(_("revision"), default=1, db_default=1, editable=False)
+    VERSION_FIELD = "revision"
 
     history = HistoricalRecords(excluded_fields=["updated_at"])
 

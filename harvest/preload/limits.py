@@ -33,6 +33,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from harvest.preload.dns import parse_nameserver
+from webarchive.addresses import address_policy
 from webarchive.netguard import AddressPolicy, metadata_provider
 
 # Uploads -----------------------------------------------------------------------------------------
@@ -134,9 +135,7 @@ def nameserver_policy() -> AddressPolicy:
             raise ImproperlyConfigured(
                 f"PRELOAD_ALLOWED_NAMESERVERS: {entry!r} is not an IP address or network"
             ) from None
-    return AddressPolicy(
-        allow_private=settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES, allowed_networks=tuple(networks)
-    )
+    return address_policy(allowed_networks=networks)
 
 
 def nameserver_problem(text: str, policy: AddressPolicy) -> str | None:

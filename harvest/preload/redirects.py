@@ -38,6 +38,7 @@ from urllib3 import Timeout
 from urllib3.exceptions import HTTPError
 
 from harvest.validators import domain_name_normalise
+from webarchive.addresses import address_policy
 from webarchive.netguard import AddressPolicy, AddressRefused, guarded_pool_manager, is_ip_literal
 from webarchive.urlnorm import normalise_url, registered_domain, url_host
 
@@ -80,15 +81,9 @@ def discover_redirects(
     if settings.max_hops < 1:
         raise ValueError("max_hops must be at least 1")
     if policy is None:
-        policy = _default_policy()
+        policy = address_policy()
     discoverer = _Discoverer(settings, policy=policy, user_agent=settings.user_agent or _default_user_agent())
     return _discover(discoverer, domains, settings.concurrency)
-
-
-def _default_policy() -> AddressPolicy:
-    from django.conf import settings
-
-    return AddressPolicy(allow_private=settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES)
 
 
 def _default_user_agent() -> str:

@@ -5,6 +5,7 @@ from django.utils.translation import gettext as _
 
 from webarchive.history import save_as
 from webarchive.permissions import ADD, CHANGE, require
+from webarchive.versioning import version_take
 
 
 def validated_save(obj, user, fields: dict, *, allowed: set[str] | None = None):
@@ -20,3 +21,12 @@ def validated_save(obj, user, fields: dict, *, allowed: set[str] | None = None):
     obj.full_clean()
     save_as(obj, user)
     return obj
+
+
+def versioned_save(obj, user, fields: dict, *, expected_version: int | None = None, allowed=None):
+    """``validated_save``, and for an object that exists, over the version its writer read
+    (``expected_version``; without it, over whatever is stored): see webarchive.versioning."""
+    if obj.pk is not None:
+        require(user, CHANGE, type(obj))  # before saying anything of the object's changes
+        version_take(obj, expected=expected_version)
+    return validated_save(obj, user, fields, allowed=allowed)

@@ -21,11 +21,12 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from harvest.choices import JobStatus, SiteState, StopReason
+from harvest.choices import SITE_CRAWL_TRANSITIONS, JobStatus, SiteState, StopReason
 from harvest.models import ExternalLink, HarvestInfo, Job, JobConfiguration
 from harvest.services.jobs import job_transition
 from webarchive.history import save_as
 from webarchive.permissions import CHANGE, require
+from webarchive.tasks import enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -41,14 +42,6 @@ _LIMIT_REASONS = {
 }
 
 
-def send_site_crawls(entry_ids: list[int], queue: str) -> None:
-    """Put one site-crawl task per entry on ``queue`` (called after the transaction commits)."""
-    from harvest.tasks import crawl_site
-
-    for entry_id in entry_ids:
-        crawl_site.apply_async(args=[entry_id], queue=queue)
-
-
 @transaction.atomic
 def job_dispatch(*, job_id: int) -> int:
     """Send the site crawls of a submitted job to its queue, once; returns how many were sent."""
@@ -58,8 +51,8 @@ def job_dispatch(*, job_id: int) -> int:
     job.dispatched_at = timezone.now()
     job.save(update_fields=["dispatched_at"])
     ids = list(job.configurations.filter(state=SiteState.QUEUED).order_by("pk").values_list("pk", flat=True))
-    queue = job.queue
-    transaction.on_commit(lambda: send_site_crawls(ids, queue))
+    for entry_id in ids:
+        enqueue("harvest.crawl_site", entry_id, queue=job.queue)
     return len(ids)
 
 
@@ -80,7 +73,9 @@ def site_crawl_begin(*, entry_id: int, worker: str, redelivered: bool = False) -
     job_id = JobConfiguration.objects.values_list("job_id", flat=True).get(pk=entry_id)
     job = Job.objects.select_for_update().get(pk=job_id)
     entry = JobConfiguration.objects.select_for_update().select_related("domain").get(pk=entry_id)
-    if entry.state == SiteState.ENDED or job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
+    if not SITE_CRAWL_TRANSITIONS.may(entry.state, SiteState.RUNNING):
+        return None  # it has ended: a site is not crawled twice
+    if job.status not in (JobStatus.SUBMITTED, JobStatus.STARTED):
         return None
     if entry.state == SiteState.RUNNING and not redelivered and _alive(entry):
         logger.warning(
@@ -94,7 +89,7 @@ def site_crawl_begin(*, entry_id: int, worker: str, redelivered: bool = False) -
     if job.status == JobStatus.SUBMITTED:
         job = job_transition(job=job, status=JobStatus.STARTED)
     now = timezone.now()
-    entry.state = SiteState.RUNNING
+    SITE_CRAWL_TRANSITIONS.apply(entry, SiteState.RUNNING)
     entry.attempts += 1
     entry.worker = worker[:200]
     entry.started_at = now
@@ -146,8 +141,8 @@ def site_crawl_end(
     job_id = JobConfiguration.objects.values_list("job_id", flat=True).get(pk=entry_id)
     job = Job.objects.select_for_update().get(pk=job_id)
     entry = JobConfiguration.objects.select_for_update().get(pk=entry_id)
-    if entry.state == SiteState.ENDED:
-        return False
+    if not SITE_CRAWL_TRANSITIONS.may(entry.state, SiteState.ENDED):
+        return False  # ended already (a task delivered twice, or the job was stopped)
     entry.urls_done = progress.urls_done
     entry.urls_queued = 0
     entry.bytes_done = progress.bytes
@@ -184,7 +179,7 @@ def _stop_reason(job: Job, entry: JobConfiguration, crawler_reason: str) -> str:
 
 
 def _end_entry(job: Job, entry: JobConfiguration, *, stop_reason: str) -> None:
-    entry.state = SiteState.ENDED
+    SITE_CRAWL_TRANSITIONS.apply(entry, SiteState.ENDED)
     entry.stop_reason = stop_reason
     entry.ended_at = timezone.now()
     entry.current_url = ""
@@ -304,24 +299,3 @@ def _last_activity(job: Job):
     for progress_at, ended_at in job.configurations.values_list("progress_at", "ended_at"):
         moments += [progress_at, ended_at]
     return max(moment for moment in moments if moment is not None)
-
-
-def warc_file_register(*, info, job_id: int | None):
-    """Record a closed WARC file (idempotent: a file is registered once, by name)."""
-    from storage.models import WarcFile
-
-    warc, _created = WarcFile.objects.update_or_create(
-        name=info.name,
-        defaults={
-            "path": str(info.path),
-            "size": info.size,
-            "sha256": info.sha256,
-            "records": info.records,
-            "job_id": job_id,
-            "created_at": info.created_at,
-            "closed_at": info.closed_at,
-            "recovered": info.recovered,
-            "indexed_at": info.closed_at,  # its captures were indexed as they were written
-        },
-    )
-    return warc

@@ -3,6 +3,9 @@
 Domains are never deleted. A new domain always gets a default seed list and a
 default configuration; the default configuration, and any configuration or
 seed list something depends on, cannot be removed.
+
+Changes are made over the version their writer read (``expected_version``, see
+``harvest.services.versioned_save`` and webarchive.versioning).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from simple_history.utils import bulk_create_with_history
 
 from harvest.models import Domain, DomainConfiguration, HarvestTemplate, SeedList
 from harvest.models.domains import DEFAULT_CONFIGURATION, DEFAULT_SEED_LIST, UNLIMITED
-from harvest.services import validated_save
+from harvest.services import versioned_save
 from harvest.validators import domain_name_normalise, is_address, meaningful_lines, seeds_normalise
-from webarchive.history import save_as
+from webarchive.history import history_user, save_as
 from webarchive.permissions import ADD, CHANGE, DELETE, require
+from webarchive.versioning import version_take
 
 
 def default_seeds(name: str) -> str:
@@ -47,7 +51,13 @@ def default_template() -> HarvestTemplate:
 
 @transaction.atomic
 def domain_create(
-    *, name: str, user=None, comments: str = "", crawler_traps: str = "", seeds: str = ""
+    *,
+    name: str,
+    user=None,
+    comments: str = "",
+    crawler_traps: str = "",
+    seeds: str = "",
+    is_active: bool = True,
 ) -> Domain:
     """Create a domain with its default seed list and default configuration."""
     require(user, ADD, Domain)
@@ -57,7 +67,7 @@ def domain_create(
         raise ValidationError({"name": error.messages}) from None
     if Domain.objects.filter(name=name).exists():
         raise ValidationError({"name": _("The domain %(name)s already exists.") % {"name": name}})
-    domain = Domain(name=name, comments=comments, crawler_traps=crawler_traps)
+    domain = Domain(name=name, comments=comments, crawler_traps=crawler_traps, is_active=is_active)
     domain.full_clean(exclude=["default_configuration"])
     save_as(domain, user)
     seed_list = SeedList(
@@ -76,9 +86,10 @@ def domain_create(
 
 
 @transaction.atomic
-def domain_update(*, domain: Domain, user=None, **fields) -> Domain:
+def domain_update(*, domain: Domain, user=None, expected_version: int | None = None, **fields) -> Domain:
     """Change a domain's comments, traps, active flag or default configuration."""
     require(user, CHANGE, Domain)
+    version_take(domain, expected=expected_version)
     allowed = {"comments", "crawler_traps", "is_active", "default_configuration"}
     if set(fields) - allowed:
         raise ValidationError(
@@ -127,6 +138,7 @@ def domain_set_alias(*, domain: Domain, alias_of: Domain | None, user=None) -> D
             )
     domain.alias_of = alias_of
     domain.alias_updated_at = timezone.now() if alias_of is not None else None
+    domain.version += 1  # the row is locked above
     domain.full_clean()
     save_as(domain, user)
     return domain
@@ -240,12 +252,19 @@ def domains_create_bulk(*, names: Iterable[str], user=None, batch_size: int = 50
 
 @transaction.atomic
 def seed_list_save(
-    *, user=None, seed_list: SeedList | None = None, domain: Domain | None = None, **fields
+    *,
+    user=None,
+    seed_list: SeedList | None = None,
+    domain: Domain | None = None,
+    expected_version: int | None = None,
+    **fields,
 ) -> SeedList:
     """Create (with ``domain``) or change a seed list."""
     if "seeds" in fields:
         fields["seeds"] = seeds_normalise(fields["seeds"])
-    return validated_save(seed_list or SeedList(domain=domain), user, fields)
+    return versioned_save(
+        seed_list or SeedList(domain=domain), user, fields, expected_version=expected_version
+    )
 
 
 @transaction.atomic
@@ -260,8 +279,7 @@ def seed_list_delete(*, seed_list: SeedList, user=None) -> None:
         )
     if not SeedList.objects.filter(domain=seed_list.domain_id).exclude(pk=seed_list.pk).exists():
         raise ValidationError(_("A domain keeps at least one seed list; this is the last one."))
-    seed_list._history_user = user
-    seed_list.delete()
+    history_user(seed_list, user).delete()
 
 
 # Configurations --------------------------------------------------------------------------------
@@ -296,11 +314,14 @@ def configuration_save(
     configuration: DomainConfiguration | None = None,
     domain: Domain | None = None,
     seed_lists=None,
+    expected_version: int | None = None,
     **fields,
 ) -> DomainConfiguration:
     """Create (with ``domain``) or change a domain configuration."""
     require(user, CHANGE if configuration else ADD, DomainConfiguration)
-    if configuration is None:
+    if configuration is not None:
+        version_take(configuration, expected=expected_version)
+    else:
         configuration = DomainConfiguration(domain=domain)
         if seed_lists is None:
             seed_lists = []
@@ -329,8 +350,7 @@ def configuration_delete(*, configuration: DomainConfiguration, user=None) -> No
         )
     if configuration.job_entries.exists():
         raise ValidationError(_("This configuration has been harvested; it is kept with its jobs."))
-    configuration._history_user = user
-    configuration.seed_lists.clear()
+    history_user(configuration, user).seed_lists.clear()  # the seed lists' removal is theirs too
     configuration.delete()
 
 
@@ -360,6 +380,7 @@ def configurations_set_limits(
             configuration.max_objects = max_objects
         if max_bytes is not None:
             configuration.max_bytes = max_bytes
+        configuration.version += 1  # the row is locked by the query
         save_as(configuration, user)
         count += 1
     return count

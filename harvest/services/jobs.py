@@ -1,27 +1,18 @@
-"""Job life cycle: the legal status transitions, resubmission, and what a crawl reports per domain."""
+"""Job life cycle: status changes (through harvest.choices.JOB_TRANSITIONS), resubmission, and what a
+crawl reports per domain."""
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
+from harvest.choices import JOB_TRANSITIONS as JOB_TRANSITIONS  # the table, where the views read it
 from harvest.choices import JobStatus
 from harvest.models import DomainConfiguration, HarvestInfo, Job, JobConfiguration
 from harvest.services.statistics import send_job_statistics
 from webarchive.history import save_as
 from webarchive.permissions import CHANGE, require
-
-# status -> the statuses a job may move to; nothing else is legal.
-JOB_TRANSITIONS: dict[str, frozenset[str]] = {
-    JobStatus.NEW: frozenset({JobStatus.SUBMITTED}),
-    JobStatus.SUBMITTED: frozenset({JobStatus.STARTED, JobStatus.RESUBMITTED}),
-    JobStatus.STARTED: frozenset({JobStatus.DONE, JobStatus.FAILED}),
-    JobStatus.FAILED: frozenset({JobStatus.RESUBMITTED}),
-    JobStatus.DONE: frozenset(),
-    JobStatus.RESUBMITTED: frozenset(),
-}
+from webarchive.tasks import enqueue
 
 _TIMESTAMPS = {
     JobStatus.SUBMITTED: "submitted_at",
@@ -30,23 +21,12 @@ _TIMESTAMPS = {
 }
 
 
-def check_transition(current: str, status: str) -> None:
-    """Raise ValidationError unless a job may go from ``current`` to ``status``."""
-    if status not in JOB_TRANSITIONS[current]:
-        raise ValidationError(
-            _("A job that is %(current)s cannot become %(status)s.")
-            % {"current": JobStatus(current).label.lower(), "status": JobStatus(status).label.lower()},
-            code="illegal_transition",
-        )
-
-
 @transaction.atomic
 def job_transition(*, job: Job, status: str, user=None, error: str = "") -> Job:
     """Move a job to a new status, if that is legal from the status it has now in the database."""
     require(user, CHANGE, Job)
     job = Job.objects.select_for_update().get(pk=job.pk)
-    check_transition(job.status, status)
-    job.status = status
+    JOB_TRANSITIONS.apply(job, status)
     now = timezone.now()
     if status in _TIMESTAMPS:
         setattr(job, _TIMESTAMPS[status], now)
@@ -103,9 +83,7 @@ def job_resubmit(*, job: Job, user=None) -> Job:
 
 
 def _dispatch_after_commit() -> None:
-    from harvest.tasks import dispatch_submitted_task  # tasks import the services
-
-    dispatch_submitted_task.delay_on_commit()
+    enqueue("harvest.dispatch_submitted")
 
 
 @transaction.atomic

@@ -3,12 +3,18 @@
 Harvest definitions and templates are never deleted, only deactivated. A
 template's version goes up with every change of its crawler settings, so a
 job's frozen copy says which version it ran with.
+
+A change of an existing object is made over the version its writer read
+(``expected_version``, see webarchive.versioning): if someone saved the object
+since, it is refused and says what they changed. Without it (internal writes),
+the change goes over what is stored; either way the object's version goes up.
 """
 
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -23,12 +29,16 @@ from harvest.models import (
     HarvestTemplate,
     Schedule,
 )
-from harvest.services import validated_save
+from harvest.services import validated_save, versioned_save
+from webarchive.history import history_user, save_as
 from webarchive.permissions import CHANGE, DELETE, require
+from webarchive.tasks import enqueue
 
 
 @transaction.atomic
-def template_save(*, user=None, template: HarvestTemplate | None = None, **fields) -> HarvestTemplate:
+def template_save(
+    *, user=None, template: HarvestTemplate | None = None, expected_version: int | None = None, **fields
+) -> HarvestTemplate:
     """Create or change a harvest template; a change of its crawler settings is a new version."""
     template = template or HarvestTemplate()
     if template.pk:
@@ -38,38 +48,47 @@ def template_save(*, user=None, template: HarvestTemplate | None = None, **field
             for name, value in fields.items()
         ):
             template.version += 1
-    return validated_save(template, user, fields)
+    return versioned_save(template, user, fields, expected_version=expected_version)
 
 
 @transaction.atomic
-def schedule_save(*, user=None, schedule: Schedule | None = None, **fields) -> Schedule:
+def schedule_save(
+    *, user=None, schedule: Schedule | None = None, expected_version: int | None = None, **fields
+) -> Schedule:
     """Create or change a schedule; the definitions using it get their next run recomputed."""
-    schedule = validated_save(schedule or Schedule(), user, fields)
+    schedule = versioned_save(schedule or Schedule(), user, fields, expected_version=expected_version)
     now = timezone.now()
     for definition in schedule.harvest_definitions.filter(is_active=True):
         definition.next_date = schedule.next_run(max(now, schedule.start))
-        definition.save(update_fields=["next_date"])
+        save_as(definition, user, update_fields=["next_date"])
     return schedule
 
 
 @transaction.atomic
-def channel_save(*, user=None, channel: HarvestChannel | None = None, **fields) -> HarvestChannel:
+def channel_save(
+    *, user=None, channel: HarvestChannel | None = None, expected_version: int | None = None, **fields
+) -> HarvestChannel:
     """Create or change a harvest channel; making one the default takes it from the previous one."""
     channel = channel or HarvestChannel()
     if fields.get("is_default"):
         kind = fields.get("is_snapshot", channel.is_snapshot)
-        HarvestChannel.objects.filter(is_snapshot=kind, is_default=True).exclude(pk=channel.pk).update(
-            is_default=False
-        )
-    return validated_save(channel, user, fields)
+        previous = HarvestChannel.objects.filter(is_snapshot=kind, is_default=True).exclude(pk=channel.pk)
+        previous.update(is_default=False, version=F("version") + 1)
+    return versioned_save(channel, user, fields, expected_version=expected_version)
 
 
 @transaction.atomic
 def trap_list_save(
-    *, user=None, trap_list: GlobalCrawlerTrapList | None = None, **fields
+    *,
+    user=None,
+    trap_list: GlobalCrawlerTrapList | None = None,
+    expected_version: int | None = None,
+    **fields,
 ) -> GlobalCrawlerTrapList:
     """Create or change a global crawler trap list."""
-    return validated_save(trap_list or GlobalCrawlerTrapList(), user, fields)
+    return versioned_save(
+        trap_list or GlobalCrawlerTrapList(), user, fields, expected_version=expected_version
+    )
 
 
 # Harvest definitions ---------------------------------------------------------------------------
@@ -99,6 +118,7 @@ def definition_save(
     definition: HarvestDefinition | None = None,
     kind: str | None = None,
     configurations=None,
+    expected_version: int | None = None,
     **fields,
 ) -> HarvestDefinition:
     """Create (with ``kind``) or change a harvest definition.
@@ -125,11 +145,11 @@ def definition_save(
     if configurations is not None and not definition.is_selective:
         raise ValidationError(_("A snapshot harvest takes every domain; it has no configuration list."))
     is_new = definition.pk is None
-    validated_save(definition, user, fields, allowed=allowed)
+    versioned_save(definition, user, fields, expected_version=expected_version, allowed=allowed)
     if definition.is_selective and (is_new or schedule_changed or activated):
         schedule = definition.schedule
         definition.next_date = schedule.next_run(max(timezone.now(), schedule.start))
-        definition.save(update_fields=["next_date"])
+        save_as(definition, user, update_fields=["next_date"])
     if configurations is not None:
         definition.configurations.set(configurations)
     return definition
@@ -149,11 +169,8 @@ def definition_run_now(*, definition: HarvestDefinition, user=None) -> HarvestDe
     if not definition.is_active:
         raise ValidationError(_("%(name)s is inactive; activate it first.") % {"name": definition})
     definition.next_date = timezone.now()
-    definition._history_user = user
-    definition.save(update_fields=["next_date"])
-    from harvest.tasks import launch_due_task  # tasks import the services
-
-    launch_due_task.delay_on_commit()  # now, not at the launcher's next beat
+    save_as(definition, user, update_fields=["next_date"])
+    enqueue("harvest.launch_due")  # now, not at the launcher's next beat
     return definition
 
 
@@ -200,5 +217,4 @@ def budget_mapping_save(*, user=None, mapping: BudgetMapping | None = None, **fi
 def mapping_delete(*, mapping: CollectionMapping | BudgetMapping, user=None) -> None:
     """Withdraw a mapping (configuration, not archival data); records are detached at the next transfer."""
     require(user, DELETE, type(mapping))
-    mapping._history_user = user
-    mapping.delete()
+    history_user(mapping, user).delete()

@@ -23,6 +23,7 @@ from django.utils.translation import gettext_lazy as _
 
 from harvest.choices import StopReason
 from harvest.models import Dimension, Job, JobConfiguration, JobStatistics, StatisticLine
+from webarchive.tasks import enqueue
 
 BUDGET_REASONS = frozenset(
     {
@@ -195,6 +196,4 @@ def job_statistics_compute(*, job_id: int) -> JobStatistics | None:
 
 def send_job_statistics(job_id: int) -> None:
     """Compute a job's statistics on a worker once the transaction that ended it has committed."""
-    from harvest.tasks import compute_statistics
-
-    transaction.on_commit(lambda: compute_statistics.delay(job_id))
+    enqueue("harvest.compute_statistics", job_id)

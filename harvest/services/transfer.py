@@ -13,7 +13,9 @@ are skipped. Configurations the transfer made that no record backs any more
 are detached.
 
 Running it twice changes nothing the second time: each object is compared
-with what it should be and written only when it differs.
+with what it should be and written only when it differs. A write raises the
+object's version without checking it (webarchive.versioning): the transfer
+goes over what is stored, and an edit made on the version before is refused.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from selection.choices import RecordStatus
 from selection.models import Collection
 from webarchive.history import save_as
 from webarchive.permissions import CHANGE, require
+from webarchive.versioning import version_take
 
 
 def configuration_name(
@@ -125,6 +128,8 @@ def _apply(target: _Target, collection: Collection, user, mapped: set[int], deta
         changed = True
     if changed:
         seed_list.full_clean()
+        if seed_list.pk is not None:
+            version_take(seed_list)  # over whatever is stored, and someone's edit open on it is refused
         save_as(seed_list, user)
     configuration = DomainConfiguration.objects.filter(domain=domain, name=target.name).first()
     created = configuration is None
@@ -136,15 +141,18 @@ def _apply(target: _Target, collection: Collection, user, mapped: set[int], deta
     }
     if created:
         configuration = DomainConfiguration(domain=domain, name=target.name, **wanted)
-    if created or any(getattr(configuration, k) != v for k, v in wanted.items()):
+    relinked = created or set(configuration.seed_lists.values_list("pk", flat=True)) != {seed_list.pk}
+    if relinked or any(getattr(configuration, k) != v for k, v in wanted.items()):
+        # Its seed lists are one of its fields too: changing them alone is a new version.
         for name, value in wanted.items():
             setattr(configuration, name, value)
         configuration.full_clean()
+        if not created:
+            version_take(configuration)
         save_as(configuration, user)
         changed = True
-    if set(configuration.seed_lists.values_list("pk", flat=True)) != {seed_list.pk}:
+    if relinked:
         configuration.seed_lists.set([seed_list])
-        changed = True
     attached_to = set(configuration.harvest_definitions.values_list("pk", flat=True))
     stale = (attached_to & mapped) - {target.definition.pk}
     if stale:

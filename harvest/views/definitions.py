@@ -3,7 +3,6 @@
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
@@ -22,15 +21,21 @@ from harvest.services.planning import (
     definition_save,
     definition_set_active,
 )
-from webarchive.forms import unchanged_since
-from webarchive.permissions import ADD, CHANGE, VIEW, Area, can
-from webarchive.views import AreaRequiredMixin, ObjectDetailView, ObjectListView, ServiceFormView
+from harvest.tables import DefinitionTable, TransferReportTable
+from webarchive.permissions import ADD, CHANGE, VIEW, Area, permitted
+from webarchive.views import (
+    AreaRequiredMixin,
+    ObjectDetailView,
+    ObjectListView,
+    PermittedActionsMixin,
+    ServiceFormView,
+)
 
 CONFIGURATIONS_PER_PAGE = 50
 RUNS_SHOWN = 20
 
 
-class DefinitionListView(ObjectListView):
+class DefinitionListView(PermittedActionsMixin, ObjectListView):
     """Selective and snapshot definitions, one tab each (the kind filter)."""
 
     area = Area.PLANNING
@@ -43,25 +48,22 @@ class DefinitionListView(ObjectListView):
         .order_by("name")
     )
     filterset_class = HarvestDefinitionFilterSet
+    table_class = DefinitionTable
+    actions = (ADD,)
     template_name = "harvest/definition_list.html"
-    columns: list[str] = []  # the template lays out its own table
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        kind = self.request.GET.get("kind", "")
         context.update(
-            {
-                "kind": kind,
-                "tabs": [("", _("All")), *HarvestKind.choices],
-                "may_add": can(self.request.user, ADD, HarvestDefinition),
-            }
+            {"kind": self.request.GET.get("kind", ""), "tabs": [("", _("All")), *HarvestKind.choices]}
         )
         return context
 
 
-class DefinitionDetailView(ObjectDetailView):
+class DefinitionDetailView(PermittedActionsMixin, ObjectDetailView):
     area = Area.PLANNING
     queryset = HarvestDefinition.objects.select_related("channel", "schedule", "continue_from")
+    actions = (CHANGE,)
     template_name = "harvest/definition_detail.html"
 
     def get_fields(self):
@@ -103,9 +105,9 @@ class DefinitionDetailView(ObjectDetailView):
                 "configuration_page": page,
                 "runs": [(run, jobs_by_run.get(run.pk, [])) for run in runs],
                 "mappings": definition.collection_mappings.select_related("collection"),
-                "reports": reports,
-                "may_change": can(user, CHANGE, HarvestDefinition),
-                "may_see_jobs": can(user, VIEW, Job),
+                "report_table": TransferReportTable(reports, model=TransferReport),
+                # The page's other objects: its runs' jobs, linked for those who may open them.
+                "permitted_for": {"job": permitted(user, Job, (VIEW,))},
             }
         )
         return context
@@ -157,10 +159,13 @@ class DefinitionEditView(DefinitionInURLMixin, ServiceFormView):
         title = _("Edit the harvest definition “%(name)s”") % {"name": self.definition}
         return super().get_context_data(title=title, definition=self.definition, **kwargs)
 
-    @transaction.atomic
     def perform(self, form):
-        unchanged_since(self.definition, form.seen)
-        definition = definition_save(definition=self.definition, user=self.request.user, **form.cleaned_data)
+        definition = definition_save(
+            definition=self.definition,
+            user=self.request.user,
+            expected_version=form.seen,
+            **form.cleaned_data,
+        )
         messages.success(self.request, _("The harvest definition was saved."))
         return definition
 

@@ -8,7 +8,6 @@ never deleted: no page here offers it.
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
@@ -29,6 +28,7 @@ from harvest.forms.domains import (
 )
 from harvest.models import Domain, DomainConfiguration, HarvestInfo, SeedList
 from harvest.services import domains as domain_services
+from harvest.tables import DomainTable
 from harvest.views.base import (
     MAX_BULK_LIMITS,
     PLANNING,
@@ -38,12 +38,13 @@ from harvest.views.base import (
     local_date,
     messages_from,
 )
-from webarchive.forms import add_bootstrap_classes, unchanged_since
-from webarchive.permissions import ADD, CHANGE, DELETE, can, restrict
+from webarchive.forms import add_bootstrap_classes
+from webarchive.permissions import ADD, CHANGE, DELETE, permitted, restrict
 from webarchive.views import (
     AreaRequiredMixin,
     ObjectDetailView,
     ObjectListView,
+    PermittedActionsMixin,
 )
 
 SHOWN_HARVESTS = 100  # rows of a domain's harvest history; the count says how many in all
@@ -51,23 +52,20 @@ SHOWN_HARVESTS = 100  # rows of a domain's harvest history; the count says how m
 # Domains ---------------------------------------------------------------------------------------
 
 
-class DomainListView(ObjectListView):
+class DomainListView(PermittedActionsMixin, ObjectListView):
     area = PLANNING
     queryset = Domain.objects.select_related("alias_of")
     filterset_class = DomainFilterSet
-    columns = ["name", "alias_of", "is_active", "updated_at"]
+    table_class = DomainTable
+    actions = (ADD,)
     template_name = "harvest/domain_list.html"
 
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_add"] = can(self.request.user, ADD, Domain)
-        return context
 
-
-class DomainDetailView(ObjectDetailView):
+class DomainDetailView(PermittedActionsMixin, ObjectDetailView):
     area = PLANNING
     queryset = Domain.objects.select_related("alias_of", "default_configuration")
     fields = ["comments", "crawler_traps", "is_active", "created_at"]
+    actions = (CHANGE,)
     template_name = "harvest/domain_detail.html"
 
     def get_context_data(self, **kwargs):
@@ -86,11 +84,11 @@ class DomainDetailView(ObjectDetailView):
                 "alias_form": DomainAliasForm(
                     initial={"alias_of": domain.alias_of.name if domain.alias_of else ""}
                 ),
-                "may_change": can(user, CHANGE, Domain),
-                "may_add_seed_list": can(user, ADD, SeedList),
-                "may_change_seed_list": can(user, CHANGE, SeedList),
-                "may_delete_seed_list": can(user, DELETE, SeedList),
-                "may_add_configuration": can(user, ADD, DomainConfiguration),
+                # The page's other objects: its seed lists and configurations.
+                "permitted_for": {
+                    "seed_list": permitted(user, SeedList, (ADD, CHANGE, DELETE)),
+                    "configuration": permitted(user, DomainConfiguration, (ADD,)),
+                },
                 **harvest_history(domain, user),
             }
         )
@@ -199,11 +197,9 @@ class DomainEditView(PlanningFormView):
     form_class = DomainEditForm
     title = gettext_lazy("Edit the domain %(name)s")
 
-    @transaction.atomic
     def perform(self, form):
-        unchanged_since(self.object, form.seen)
         domain = domain_services.domain_update(
-            domain=self.object, user=self.request.user, **form.cleaned_data
+            domain=self.object, user=self.request.user, expected_version=form.seen, **form.cleaned_data
         )
         messages.success(self.request, _("The domain %(name)s was saved.") % {"name": domain})
         return domain
@@ -284,11 +280,9 @@ class SeedListEditView(PlanningFormView):
     form_class = SeedListForm
     title = gettext_lazy("Edit the seed list %(name)s of %(domain)s")
 
-    @transaction.atomic
     def perform(self, form):
-        unchanged_since(self.object, form.seen)
         seed_list = domain_services.seed_list_save(
-            user=self.request.user, seed_list=self.object, **form.cleaned_data
+            user=self.request.user, seed_list=self.object, expected_version=form.seen, **form.cleaned_data
         )
         messages.success(self.request, _("The seed list %(name)s was saved.") % {"name": seed_list.name})
         return f"{self.domain.get_absolute_url()}#seed-lists"
@@ -312,23 +306,21 @@ class SeedListDeleteView(AreaRequiredMixin, View):
 # Configurations --------------------------------------------------------------------------------
 
 
-class ConfigurationDetailView(ObjectDetailView):
+class ConfigurationDetailView(PermittedActionsMixin, ObjectDetailView):
     area = PLANNING
     queryset = DomainConfiguration.objects.select_related("domain", "template", "source_collection")
+    actions = (CHANGE, DELETE)
     template_name = "harvest/configuration_detail.html"
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         configuration = self.object
-        user = self.request.user
         context.update(
             {
                 "is_default": configuration.domain.default_configuration_id == configuration.pk,
                 "seed_lists": configuration.seed_lists.order_by("name"),
                 "definitions": configuration.harvest_definitions.order_by("name"),
                 "job_count": configuration.job_entries.count(),
-                "may_change": can(user, CHANGE, DomainConfiguration),
-                "may_delete": can(user, DELETE, DomainConfiguration),
             }
         )
         return context
@@ -371,10 +363,8 @@ class ConfigurationEditView(PlanningFormView):
     form_class = ConfigurationForm
     title = gettext_lazy("Edit the configuration %(name)s of %(domain)s")
 
-    @transaction.atomic
     def perform(self, form):
-        unchanged_since(self.object, form.seen)
-        configuration = configuration_save(self, form, configuration=self.object)
+        configuration = configuration_save(self, form, configuration=self.object, expected_version=form.seen)
         messages.success(
             self.request, _("The configuration %(name)s was saved.") % {"name": configuration.name}
         )

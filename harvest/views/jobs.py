@@ -16,7 +16,6 @@ from django.db.models import Case, Count, Sum, Value, When
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
 from django.utils.cache import patch_vary_headers
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.generic import View
@@ -28,10 +27,17 @@ from harvest.monitoring import explain_job_failure, explain_sites
 from harvest.selectors import crawl_log_path, job_sites, job_totals, site_totals
 from harvest.services.crawls import job_stop
 from harvest.services.jobs import JOB_TRANSITIONS, job_resubmit
+from harvest.tables import JobTable
 from webarchive.forms import add_bootstrap_classes
 from webarchive.patterns import PatternError, compile_user_pattern
-from webarchive.permissions import CHANGE, Area, can
-from webarchive.views import AreaRequiredMixin, ObjectDetailView, ObjectListView
+from webarchive.permissions import CHANGE, Area, permitted
+from webarchive.views import (
+    AreaRequiredMixin,
+    ObjectDetailView,
+    ObjectListView,
+    PermittedActionsMixin,
+    safe_next_url,
+)
 
 ENTRIES_PER_PAGE = 50
 SITES_PER_PAGE = 50
@@ -67,6 +73,17 @@ def job_bars(totals: dict) -> dict:
     }
 
 
+def job_actions(job: Job, allowed: dict[str, bool]) -> dict[str, bool]:
+    """What the buttons of a job may offer now: the user's permission (``allowed``, the page's
+    ``permitted``) and the job's state. A job is stopped while it is submitted or running, once;
+    it is resubmitted when its transition table (JOB_TRANSITIONS) allows it."""
+    may_change = allowed.get(CHANGE, False)
+    return {
+        "stop": may_change and job.status in ACTIVE and job.stop_requested_at is None,
+        "resubmit": may_change and JobStatus.RESUBMITTED in JOB_TRANSITIONS[job.status],
+    }
+
+
 def htmx_response(request, response):
     """The fragment and the page share a URL: caches must keep them apart."""
     patch_vary_headers(response, ["HX-Request"])
@@ -80,12 +97,15 @@ class JobListView(ObjectListView):
     area = Area.PLANNING
     queryset = Job.objects.select_related("harvest_definition", "channel")
     filterset_class = JobFilterSet
+    table_class = JobTable
     template_name = "harvest/job_list.html"
-    columns: list[str] = []  # the template lays out its own table
 
 
-class RunningJobsView(ObjectListView):
-    """Submitted and started jobs with their live progress; the table body polls every 3 s while any runs."""
+class RunningJobsView(PermittedActionsMixin, ObjectListView):
+    """Submitted and started jobs with their live progress; the table body polls every 3 s while any runs.
+
+    Its table is its own (``harvest/job_running_rows.html``): the body is the htmx fragment that polls.
+    """
 
     area = Area.PLANNING
     queryset = (
@@ -99,7 +119,7 @@ class RunningJobsView(ObjectListView):
         .order_by("status_rank", "pk")
     )
     template_name = "harvest/job_running.html"
-    columns: list[str] = []
+    actions = (CHANGE,)
 
     def get_template_names(self):
         return ["harvest/job_running_rows.html" if self.request.htmx else self.template_name]
@@ -109,19 +129,20 @@ class RunningJobsView(ObjectListView):
         for job in context["object_list"]:  # annotated with site_totals("configurations__")
             job.url_bar = url_bar(job.urls_done, job.urls_queued)
             job.site_bar = Bar(job.sites_ended, job.sites_total)
-        context["may_stop"] = can(self.request.user, CHANGE, Job)
+            job.available = job_actions(job, context["permitted"])
         return context
 
     def render_to_response(self, context, **kwargs):
         return htmx_response(self.request, super().render_to_response(context, **kwargs))
 
 
-class JobDetailView(ObjectDetailView):
+class JobDetailView(PermittedActionsMixin, ObjectDetailView):
     area = Area.PLANNING
     queryset = Job.objects.select_related(
         "harvest_definition", "run", "channel", "template", "resubmitted_as", "continuation_of"
     )
     template_name = "harvest/job_detail.html"
+    actions = (CHANGE,)
     fields = [
         "status",
         "channel",
@@ -148,8 +169,9 @@ class JobDetailView(ObjectDetailView):
         return htmx_response(self.request, response)
 
     def get_context_data(self, **kwargs):
-        if self.request.htmx:  # the live sites fragment only
-            return {"object": self.object, **self.sites_context()}
+        if self.request.htmx:  # the live sites fragment only (with the buttons, swapped out of band)
+            allowed = permitted(self.request.user, self.object, self.actions)
+            return {"object": self.object, "permitted": allowed, **self.sites_context(allowed)}
         context = super().get_context_data(**kwargs)
         job = self.object
         entries = job.configurations.select_related("domain", "configuration").order_by(
@@ -167,13 +189,13 @@ class JobDetailView(ObjectDetailView):
                 "external_links": ExternalLink.objects.filter(entry__job=job)
                 .select_related("entry__domain")
                 .order_by("-count", "url")[:SHOWN_EXTERNAL_LINKS],
-                **self.sites_context(),
+                **self.sites_context(context["permitted"]),
                 **self.crawl_log_context(),
             }
         )
         return context
 
-    def sites_context(self) -> dict:
+    def sites_context(self, allowed: dict[str, bool]) -> dict:
         """The live part: the job's totals, a page of its sites, and what the buttons may do."""
         job, request = self.object, self.request
         totals = job_totals(job)
@@ -186,7 +208,6 @@ class JobDetailView(ObjectDetailView):
             entry.bar = url_bar(entry.urls_done, entry.urls_queued)
             entry.explanation = explanation  # why it failed or was cut short, in plain words
         query = [(key, value) for key in SITE_QUERY for value in request.GET.getlist(key)]
-        user = request.user
         return {
             "totals": totals,
             "site_filter": filterset,
@@ -194,8 +215,7 @@ class JobDetailView(ObjectDetailView):
             "site_query": urlencode([(k, v) for k, v in query if k != "sites_page"]),
             "poll_url": f"{request.path}?{urlencode(query)}" if query else request.path,
             "live": job.status in ACTIVE,
-            "may_stop": can(user, CHANGE, Job) and job.status in ACTIVE and job.stop_requested_at is None,
-            "may_resubmit": can(user, CHANGE, Job) and JobStatus.RESUBMITTED in JOB_TRANSITIONS[job.status],
+            "available": job_actions(job, allowed),
         }
 
     def crawl_log_context(self) -> dict:
@@ -237,12 +257,7 @@ def crawl_log_search(job: Job, *, site: str, pattern: str) -> dict:
 
 def _back(request, job: Job) -> str:
     """Where a button sends the user back: the page it was on (``next``), else the job."""
-    target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return job.get_absolute_url()
+    return safe_next_url(request, job)
 
 
 class JobActionView(AreaRequiredMixin, View):

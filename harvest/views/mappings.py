@@ -15,9 +15,10 @@ from harvest.forms.planning import BudgetMappingForm, CollectionMappingForm, Tra
 from harvest.models import BudgetMapping, CollectionMapping, TransferReport
 from harvest.services.planning import budget_mapping_save, collection_mapping_save, mapping_delete
 from harvest.services.transfer import transfer_collection, transfer_for_definition
+from harvest.tables import CollectionMappingTable, TransferReportTable
 from selection.choices import Budget, Depth
 from webarchive.forms import add_bootstrap_classes
-from webarchive.permissions import ADD, CHANGE, DELETE, VIEW, Area, can
+from webarchive.permissions import ADD, CHANGE, DELETE, VIEW, Area, permitted
 from webarchive.views import AreaRequiredMixin, RestrictedQuerysetMixin, ServiceFormView
 
 REPORTS_PER_PAGE = 20
@@ -39,19 +40,20 @@ class MappingListView(AreaRequiredMixin, TemplateView):
         }
         context.update(
             {
-                "collection_mappings": CollectionMapping.objects.select_related(
-                    "collection", "harvest_definition"
+                "collection_table": CollectionMappingTable(
+                    CollectionMapping.objects.select_related("collection", "harvest_definition"), user=user
                 ),
                 "depths": Depth.choices,
                 "budget_rows": [
                     (value, label, [(depth, budgets.get((value, depth))) for depth in Depth.values])
                     for value, label in Budget.choices
                 ],
-                "may_change_collections": can(user, ADD, CollectionMapping),
-                "may_delete_collections": can(user, DELETE, CollectionMapping),
-                "may_add_budgets": can(user, ADD, BudgetMapping),
-                "may_change_budgets": can(user, CHANGE, BudgetMapping),
-                "may_delete_budgets": can(user, DELETE, BudgetMapping),
+                # The page is about two models; the withdraw buttons of the collection table are its
+                # column's action (harvest.tables.CollectionMappingTable).
+                "permitted_for": {
+                    "collection_mapping": permitted(user, CollectionMapping, (ADD,)),
+                    "budget_mapping": permitted(user, BudgetMapping, (ADD, CHANGE, DELETE)),
+                },
             }
         )
         return context
@@ -186,10 +188,12 @@ class TransferView(ServiceFormView):
         filterset = TransferReportFilterSet(self.request.GET, queryset=reports, request=self.request)
         add_bootstrap_classes(filterset.form, small=True)
         filterset.form.auto_id = "id_filter_%s"  # the transfer form above has the same field names
+        page = Paginator(filterset.qs, REPORTS_PER_PAGE).get_page(self.request.GET.get("page"))
         context.update(
             {
                 "filterset": filterset,
-                "page_obj": Paginator(filterset.qs, REPORTS_PER_PAGE).get_page(self.request.GET.get("page")),
+                "page_obj": page,
+                "report_table": TransferReportTable(page, model=TransferReport),
             }
         )
         return context

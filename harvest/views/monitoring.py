@@ -9,7 +9,7 @@ that cannot be reached is shown as such.
 from django.urls import path
 from django.views.generic import TemplateView
 
-from harvest import monitoring
+from harvest import hooks, monitoring
 from harvest.models import Job
 from harvest.views.jobs import RunningJobsView, htmx_response, url_bar
 from webarchive.permissions import VIEW, Area
@@ -44,7 +44,8 @@ class MonitoringView(AreaRequiredMixin, TemplateView):
                 "health": health,
                 "queues": queues,
                 "failures": monitoring.recent_failures(),
-                "alerts": monitoring.storage_alerts(),
+                # What the apps above add to the page (storage: its alerts).
+                "panels": hooks.monitoring_panels.collect(),
                 "poll_seconds": POLL_SECONDS,
             }
         )

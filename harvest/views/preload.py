@@ -6,7 +6,7 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.db import transaction
+from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
 from django.utils import timezone
@@ -18,19 +18,30 @@ from django.views.generic import DetailView, View
 
 from harvest.choices import HarvestKind
 from harvest.models import HarvestDefinition, PreloadInvalidLine, PreloadRun
+from harvest.models.preload import PRELOAD_RUN_TRANSITIONS
 from harvest.preload.limits import UploadLimit, too_large_message
 from harvest.services.preload import (
     UploadedSource,
     preload_create_from_uploads,
+    preload_resume,
+    preload_send,
     preload_stop,
     statistics_rows,
 )
+from harvest.tables import PreloadRunTable
 from harvest.views.jobs import htmx_response
 from webarchive.csvfiles import csv_response
 from webarchive.permissions import ADD, CHANGE, VIEW, Area
-from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerysetMixin, ServiceFormView
+from webarchive.views import (
+    AreaRequiredMixin,
+    ObjectListView,
+    PermittedActionsMixin,
+    RestrictedQuerysetMixin,
+    ServiceFormView,
+)
 
 SOURCE_SLOTS = 3
+STEPS_SHOWN = 500  # of a run's audit trail: a step per stage and per range of domains loaded
 INVALID_SHOWN = 100
 
 
@@ -116,11 +127,12 @@ class PreloadForm(forms.Form):
         return data
 
 
-class PreloadListView(PreloadMixin, ObjectListView):
+class PreloadListView(PreloadMixin, PermittedActionsMixin, ObjectListView):
     model = PreloadRun
     queryset = PreloadRun.objects.select_related("harvest_definition")
     template_name = "harvest/preload_list.html"
-    columns = ["id", "harvest_definition", "state", "stage", "created_at", "ended_at"]
+    table_class = PreloadRunTable
+    actions = (ADD,)
 
 
 @method_decorator(csrf_exempt, name="dispatch")  # checked in dispatch, once the upload limit is set
@@ -162,19 +174,14 @@ class PreloadStartView(PreloadMixin, ServiceFormView):
             dns_retries=data["dns_retries"],
             user=self.request.user,
         )
-        send_preload(run.pk)
+        preload_send(run_id=run.pk)
         messages.success(self.request, _("The preparation %(pk)d has started.") % {"pk": run.pk})
         return run
 
 
-def send_preload(run_id: int) -> None:
-    from harvest.tasks import preload
-
-    transaction.on_commit(lambda: preload.delay(run_id))
-
-
-class PreloadDetailView(PreloadMixin, RestrictedQuerysetMixin, DetailView):
+class PreloadDetailView(PreloadMixin, PermittedActionsMixin, RestrictedQuerysetMixin, DetailView):
     model = PreloadRun
+    actions = (CHANGE,)
     queryset = PreloadRun.objects.select_related("harvest_definition", "created_by")
     template_name = "harvest/preload_detail.html"
 
@@ -192,8 +199,11 @@ class PreloadDetailView(PreloadMixin, RestrictedQuerysetMixin, DetailView):
                     :INVALID_SHOWN
                 ],
                 "statistics": run.statistics,
+                # Who had what done: the run's audit trail (harvest.models.PreloadStep), oldest first.
+                "steps": run.steps.select_related("user").order_by("pk")[:STEPS_SHOWN],
                 "active": run.state in (PreloadRun.State.QUEUED, PreloadRun.State.RUNNING),
-                "may_change": self.request.user.has_perm("harvest.change_preloadrun"),
+                # Resuming queues the run again: offered when its table allows it (stopped, failed).
+                "offers": {"resume": PRELOAD_RUN_TRANSITIONS.may(run.state, PreloadRun.State.QUEUED)},
             }
         )
         return context
@@ -221,15 +231,17 @@ class PreloadActionView(PreloadMixin, View):
         if action == "stop":
             preload_stop(run=run, user=request.user)
             messages.success(request, _("The preparation will stop after its current batch."))
-        elif run.state in (PreloadRun.State.STOPPED, PreloadRun.State.FAILED):
-            PreloadRun.objects.filter(pk=run.pk).update(state=PreloadRun.State.QUEUED, stop_requested=False)
-            send_preload(run.pk)
+            return redirect(run.get_absolute_url())
+        try:
+            run = preload_resume(run=run, user=request.user)
+        except ValidationError as error:
+            for message in error.messages:
+                messages.error(request, message)
+        else:
             messages.success(
                 request,
                 _("The preparation resumes at stage: %(stage)s.") % {"stage": run.get_stage_display()},
             )
-        else:
-            messages.error(request, _("Only a stopped or failed preparation can be resumed."))
         return redirect(run.get_absolute_url())
 
 

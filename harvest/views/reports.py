@@ -7,19 +7,18 @@ application's one CSV writer (webarchive.csvfiles), which escapes the cells a sp
 
 from __future__ import annotations
 
-from django import forms
 from django.http import HttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.generic import TemplateView
 
 from harvest import charts
 from harvest import selectors_statistics as stats
 from harvest.filtersets import StatisticsFilterSet
-from harvest.models import Dimension, HarvestDefinition, JobStatistics
+from harvest.forms.reports import CompareForm, TableChoiceForm, YearForm
+from harvest.models import Dimension, JobStatistics
 from harvest.reports import TABLE_CHOICES, TABLES, ReportTable, report_table
 from webarchive.csvfiles import csv_response
 from webarchive.forms import add_bootstrap_classes
@@ -51,12 +50,6 @@ def invalid_filters(filterset: StatisticsFilterSet) -> HttpResponse:
         % {"problems": filterset.error_text()},
         status=400,
         content_type="text/plain; charset=utf-8",
-    )
-
-
-class TableChoiceForm(forms.Form):
-    table = forms.ChoiceField(
-        choices=TABLE_CHOICES, initial="by-year", label=gettext_lazy("Table"), required=False
     )
 
 
@@ -107,10 +100,6 @@ class StatisticsView(ReportsMixin, TemplateView):
             }
         )
         return context
-
-
-class YearForm(forms.Form):
-    year = forms.IntegerField(min_value=1990, max_value=9999, required=False, label=gettext_lazy("Year"))
 
 
 def statistics_url(table: str, **filters) -> str:
@@ -210,29 +199,6 @@ class DashboardView(ReportsMixin, TemplateView):
 
 def field_label(field: str) -> str:
     return {"urls": "URLs", "bytes": "bytes", "domains": "domains"}[field]
-
-
-class CompareForm(forms.Form):
-    year = forms.IntegerField(min_value=1990, max_value=9999, required=False, label=gettext_lazy("Year"))
-    dimension = forms.ChoiceField(
-        choices=Dimension.choices, initial=Dimension.MIME_FAMILY, required=False, label=gettext_lazy("By")
-    )
-    harvest_definition = forms.ModelChoiceField(
-        queryset=HarvestDefinition.objects.order_by("name"),
-        required=False,
-        label=gettext_lazy("Harvest definition"),
-    )
-    run_a = forms.IntegerField(min_value=1, required=False, label=gettext_lazy("Run"))
-    run_b = forms.IntegerField(min_value=1, required=False, label=gettext_lazy("against run"))
-
-    def clean(self):
-        data = super().clean()
-        runs = [data.get("run_a"), data.get("run_b")]
-        if any(runs) and not data.get("harvest_definition"):
-            self.add_error("harvest_definition", _("Choose the harvest definition whose runs to compare."))
-        if any(runs) and not all(runs):
-            self.add_error("run_b", _("Give both runs."))
-        return data
 
 
 class CompareView(ReportsMixin, TemplateView):

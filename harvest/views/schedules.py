@@ -2,7 +2,6 @@
 
 from django.conf import settings
 from django.contrib import messages
-from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils import timezone
@@ -15,24 +14,20 @@ from harvest.filtersets import ChannelFilterSet, ScheduleFilterSet
 from harvest.forms.planning import ChannelForm, ScheduleForm
 from harvest.models import HarvestChannel, Schedule
 from harvest.services.planning import channel_save, schedule_save
-from webarchive.forms import unchanged_since
-from webarchive.permissions import ADD, CHANGE, Area, can
-from webarchive.views import ObjectDetailView, ObjectListView, ServiceFormView
+from harvest.tables import ChannelTable, ScheduleTable
+from webarchive.permissions import ADD, CHANGE, Area
+from webarchive.views import ObjectDetailView, ObjectListView, PermittedActionsMixin, ServiceFormView
 
 NEXT_RUNS = 5
 
 
-class ScheduleListView(ObjectListView):
+class ScheduleListView(PermittedActionsMixin, ObjectListView):
     area = Area.PLANNING
     queryset = Schedule.objects.all()
     filterset_class = ScheduleFilterSet
+    table_class = ScheduleTable
+    actions = (ADD,)
     template_name = "harvest/schedule_list.html"
-    columns = ["name", "every", "unit", "start", "end_kind"]
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_add"] = can(self.request.user, ADD, Schedule)
-        return context
 
 
 def schedule_next_runs(schedule: Schedule, count: int = NEXT_RUNS) -> list:
@@ -42,9 +37,10 @@ def schedule_next_runs(schedule: Schedule, count: int = NEXT_RUNS) -> list:
     return schedule.runs(max(timezone.now(), schedule.start), count=count)
 
 
-class ScheduleDetailView(ObjectDetailView):
+class ScheduleDetailView(PermittedActionsMixin, ObjectDetailView):
     area = Area.PLANNING
     queryset = Schedule.objects.all()
+    actions = (CHANGE,)
     template_name = "harvest/schedule_detail.html"
     fields = [
         "comments",
@@ -68,7 +64,6 @@ class ScheduleDetailView(ObjectDetailView):
                 "next_runs": schedule_next_runs(schedule),
                 "time_zone": settings.TIME_ZONE,
                 "definitions": schedule.harvest_definitions.select_related("channel").order_by("name"),
-                "may_change": can(self.request.user, CHANGE, Schedule),
             }
         )
         return context
@@ -106,10 +101,10 @@ class ScheduleEditView(ServiceFormView):
         title = _("Edit the schedule “%(name)s”") % {"name": self.schedule}
         return super().get_context_data(title=title, schedule=self.schedule, **kwargs)
 
-    @transaction.atomic
     def perform(self, form):
-        unchanged_since(self.schedule, form.seen)
-        schedule = schedule_save(schedule=self.schedule, user=self.request.user, **form.cleaned_data)
+        schedule = schedule_save(
+            schedule=self.schedule, user=self.request.user, expected_version=form.seen, **form.cleaned_data
+        )
         messages.success(
             self.request,
             _("The schedule was saved; the harvest definitions using it have their next run recomputed."),
@@ -120,24 +115,16 @@ class ScheduleEditView(ServiceFormView):
 # Channels ------------------------------------------------------------------------------------
 
 
-class ChannelListView(ObjectListView):
+class ChannelListView(PermittedActionsMixin, ObjectListView):
     area = Area.PLANNING
     queryset = HarvestChannel.objects.all()
     filterset_class = ChannelFilterSet
+    table_class = ChannelTable
+    actions = (ADD, CHANGE)
     template_name = "harvest/channel_list.html"
-    columns = ["name", "queue", "is_snapshot", "is_default", "comments"]
 
     def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        user = self.request.user
-        context.update(
-            {
-                "may_add": can(user, ADD, HarvestChannel),
-                "may_change": can(user, CHANGE, HarvestChannel),
-                "queues": settings.HARVEST_CRAWL_QUEUES,
-            }
-        )
-        return context
+        return {**super().get_context_data(**kwargs), "queues": settings.HARVEST_CRAWL_QUEUES}
 
 
 class ChannelCreateView(ServiceFormView):
@@ -173,7 +160,9 @@ class ChannelEditView(ServiceFormView):
         return super().get_context_data(title=title, channel=self.channel, **kwargs)
 
     def perform(self, form):
-        channel = channel_save(channel=self.channel, user=self.request.user, **form.cleaned_data)
+        channel = channel_save(
+            channel=self.channel, user=self.request.user, expected_version=form.seen, **form.cleaned_data
+        )
         messages.success(self.request, _("The channel “%(name)s” was saved.") % {"name": channel})
         return reverse("harvest:channel_list")
 

@@ -1,7 +1,6 @@
 """Planning pages: harvest templates and global crawler trap lists."""
 
 from django.contrib import messages
-from django.db import transaction
 from django.db.models import Count
 from django.urls import path
 from django.utils.translation import gettext as _
@@ -15,35 +14,33 @@ from harvest.forms.domains import (
 )
 from harvest.models import GlobalCrawlerTrapList, HarvestTemplate
 from harvest.services import planning as planning_services
+from harvest.tables import TemplateTable, TrapListTable
 from harvest.views.base import PLANNING, PlanningFormView
-from webarchive.forms import unchanged_since
-from webarchive.permissions import ADD, CHANGE, can
+from webarchive.permissions import ADD, CHANGE
 from webarchive.views import (
     ObjectDetailView,
     ObjectListView,
+    PermittedActionsMixin,
     display_value,
 )
 
 # Templates -------------------------------------------------------------------------------------
 
 
-class TemplateListView(ObjectListView):
+class TemplateListView(PermittedActionsMixin, ObjectListView):
     area = PLANNING
     queryset = HarvestTemplate.objects.annotate(configuration_count=Count("configurations")).order_by("name")
     filterset_class = TemplateFilterSet
-    columns = ["name", "depth_policy", "obey_robots", "dedup", "render", "version", "is_active"]
+    table_class = TemplateTable
+    actions = (ADD,)
     template_name = "harvest/template_list.html"
 
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_add"] = can(self.request.user, ADD, HarvestTemplate)
-        return context
 
-
-class TemplateDetailView(ObjectDetailView):
+class TemplateDetailView(PermittedActionsMixin, ObjectDetailView):
     area = PLANNING
     queryset = HarvestTemplate.objects.all()
     fields = ["description", "is_active", "version", "updated_at"]
+    actions = (CHANGE,)
     template_name = "harvest/template_detail.html"
 
     def get_context_data(self, **kwargs):
@@ -63,7 +60,6 @@ class TemplateDetailView(ObjectDetailView):
                     for label, names in TEMPLATE_GROUPS
                 ],
                 "configuration_count": template.configurations.count(),
-                "may_change": can(self.request.user, CHANGE, HarvestTemplate),
             }
         )
         return context
@@ -90,12 +86,10 @@ class TemplateEditView(PlanningFormView):
     template_name = "harvest/template_form.html"
     title = gettext_lazy("Edit the template %(name)s")
 
-    @transaction.atomic
     def perform(self, form):
-        unchanged_since(self.object, form.seen)
         version = self.object.version
         template = planning_services.template_save(
-            user=self.request.user, template=self.object, **form.cleaned_data
+            user=self.request.user, template=self.object, expected_version=form.seen, **form.cleaned_data
         )
         if template.version != version:
             message = _("The template %(name)s was saved as version %(version)d.")
@@ -116,29 +110,21 @@ class TemplateEditView(PlanningFormView):
 # Global crawler traps --------------------------------------------------------------------------
 
 
-class TrapListListView(ObjectListView):
+class TrapListListView(PermittedActionsMixin, ObjectListView):
     area = PLANNING
     queryset = GlobalCrawlerTrapList.objects.all()
     filterset_class = TrapListFilterSet
-    columns = ["name", "is_active", "description"]
+    table_class = TrapListTable
+    actions = (ADD,)
     template_name = "harvest/trap_list_list.html"
 
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_add"] = can(self.request.user, ADD, GlobalCrawlerTrapList)
-        return context
 
-
-class TrapListDetailView(ObjectDetailView):
+class TrapListDetailView(PermittedActionsMixin, ObjectDetailView):
     area = PLANNING
     queryset = GlobalCrawlerTrapList.objects.all()
     fields = ["description", "is_active"]
+    actions = (CHANGE,)
     template_name = "harvest/trap_list_detail.html"
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_change"] = can(self.request.user, CHANGE, GlobalCrawlerTrapList)
-        return context
 
 
 class TrapListCreateView(PlanningFormView):
@@ -164,7 +150,7 @@ class TrapListEditView(PlanningFormView):
 
     def perform(self, form):
         trap_list = planning_services.trap_list_save(
-            user=self.request.user, trap_list=self.object, **form.cleaned_data
+            user=self.request.user, trap_list=self.object, expected_version=form.seen, **form.cleaned_data
         )
         messages.success(self.request, _("The trap list %(name)s was saved.") % {"name": trap_list})
         return trap_list

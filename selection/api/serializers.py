@@ -4,12 +4,20 @@ from rest_framework import serializers
 
 from selection.choices import Budget, Depth, Frequency, RecordStatus
 from selection.models import Collection, CompatibilityRule, Record, Theme
-from webarchive.api.fields import CharField, IdRelatedField, ModelSerializer
+from webarchive.api.fields import (
+    CharField,
+    IdRelatedField,
+    ModelSerializer,
+    VersionedModelSerializer,
+    VersionField,
+)
 
 User = get_user_model()
 
 
-class CollectionSerializer(ModelSerializer):
+class CollectionSerializer(VersionedModelSerializer):
+    """A collection; changing one needs the ``version`` read before."""
+
     members = serializers.SlugRelatedField(
         slug_field="username", many=True, required=False, queryset=User.objects.all()
     )
@@ -29,6 +37,7 @@ class CollectionSerializer(ModelSerializer):
             "default_depth",
             "created_at",
             "updated_at",
+            "version",
         ]
         read_only_fields = ["created_at", "updated_at"]
         extra_kwargs = {"url": {"view_name": "api:collection-detail"}}
@@ -55,7 +64,7 @@ class KeywordListField(serializers.ListField):
         return sorted(keyword.name for keyword in data.all())
 
 
-class RecordSerializer(ModelSerializer):
+class RecordSerializer(VersionedModelSerializer):
     """A record. Creating one runs the online check; updating one needs the ``version`` read before."""
 
     responsible = serializers.SlugRelatedField(
@@ -68,10 +77,6 @@ class RecordSerializer(ModelSerializer):
     budget = serializers.ChoiceField(choices=Budget.choices, required=False)
     frequency = serializers.ChoiceField(choices=Frequency.choices, required=False)
     depth = serializers.ChoiceField(choices=Depth.choices, required=False)
-    version = serializers.IntegerField(
-        required=False,
-        help_text=_("Required to update: the version you read. A newer one means someone else saved."),
-    )
     check_override_reason = CharField(required=False, allow_blank=True)
 
     class Meta:
@@ -117,13 +122,13 @@ class RecordSerializer(ModelSerializer):
 class RecordStatusSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=RecordStatus.choices)
     reason = CharField(required=False, allow_blank=True, default="")
-    version = serializers.IntegerField()
+    version = VersionField(required=True, help_text=_("The version of the record you read."))
 
 
 class RecordTransferSerializer(serializers.Serializer):
     collection = IdRelatedField(queryset=Collection.objects.all())
     theme = IdRelatedField(queryset=Theme.objects.all())
-    version = serializers.IntegerField()
+    version = VersionField(required=True, help_text=_("The version of the record you read."))
 
 
 class UrlCheckRequestSerializer(serializers.Serializer):

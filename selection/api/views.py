@@ -35,7 +35,10 @@ class CollectionViewSet(NoDeleteViewSet):
 
     def perform_update(self, serializer):
         serializer.instance = services.collection_update(
-            collection=serializer.instance, user=self.request.user, **serializer.validated_data
+            collection=serializer.instance,
+            user=self.request.user,
+            expected_version=serializer.expected_version,
+            **serializer.validated_data,
         )
 
 
@@ -79,21 +82,19 @@ class RecordViewSet(NoDeleteViewSet):
 
     def perform_create(self, serializer):
         data = dict(serializer.validated_data)
-        data.pop("version", None)
         if "theme" not in data:
             raise ValidationError({"theme": [_("This field is required.")]})
         serializer.instance = services.record_propose(user=self.request.user, **data)
 
     def perform_update(self, serializer):
         data = dict(serializer.validated_data)
-        if "version" not in data:
-            raise ValidationError(
-                {"version": [_("Send the version you read, so that no one else's change is lost.")]}
-            )
         if "collection" in data and data.pop("collection") != serializer.instance.collection:
             raise ValidationError({"collection": [_("Use the transfer action to move a record.")]})
         serializer.instance = services.record_update(
-            record=serializer.instance, user=self.request.user, expected_version=data.pop("version"), **data
+            record=serializer.instance,
+            user=self.request.user,
+            expected_version=serializer.expected_version,
+            **data,
         )
 
     @extend_schema(request=RecordStatusSerializer, responses=RecordSerializer)

@@ -10,25 +10,33 @@ from selection import services
 from selection.filtersets import CollectionFilterSet
 from selection.forms import CollectionForm, ThemeForm
 from selection.models import Collection, Record, Theme
-from webarchive.permissions import ADD, CHANGE, Area, can
-from webarchive.views import ObjectDetailView, ObjectListView, ServiceFormView
+from selection.tables import CollectionTable
+from webarchive.permissions import ADD, CHANGE, Area, permitted
+from webarchive.views import ObjectDetailView, ObjectListView, PermittedActionsMixin, ServiceFormView
 
 
-class CollectionListView(ObjectListView):
+def collection_offers(user, collection: Collection) -> dict[str, bool]:
+    """What a collection's page offers besides changing it: adding a theme, and proposing a URL, which
+    also needs the user to write in this collection (a member, or a curator)."""
+    return {
+        "add_theme": permitted(user, Theme, [ADD])[ADD],
+        "propose": permitted(user, Record, [ADD])[ADD]
+        and Collection.objects.writable_by(user).filter(pk=collection.pk).exists(),
+    }
+
+
+class CollectionListView(PermittedActionsMixin, ObjectListView):
     area = Area.SELECTION
     queryset = Collection.objects.all()
     filterset_class = CollectionFilterSet
-    columns = ["name", "kind", "is_active"]
+    table_class = CollectionTable
     template_name = "selection/collection_list.html"
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_add"] = can(self.request.user, ADD, Collection)
-        return context
+    actions = (ADD,)
 
 
-class CollectionDetailView(ObjectDetailView):
+class CollectionDetailView(PermittedActionsMixin, ObjectDetailView):
     area = Area.SELECTION
+    actions = (CHANGE,)
     queryset = Collection.objects.prefetch_related("members", "themes")
     fields = [
         "name",
@@ -44,14 +52,10 @@ class CollectionDetailView(ObjectDetailView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        user = self.request.user
         context.update(
             {
                 "record_count": self.object.records.count(),
-                "may_edit": can(user, CHANGE, Collection),
-                "may_add_theme": can(user, ADD, Theme),
-                "may_propose": can(user, ADD, Record)
-                and Collection.objects.writable_by(user).filter(pk=self.object.pk).exists(),
+                "offers": collection_offers(self.request.user, self.object),
                 "theme_form": ThemeForm(),
             }
         )
@@ -89,7 +93,10 @@ class CollectionEditView(CollectionInURLMixin, ServiceFormView):
 
     def perform(self, form):
         return services.collection_update(
-            collection=self.collection, user=self.request.user, **form.cleaned_data
+            collection=self.collection,
+            user=self.request.user,
+            expected_version=form.seen,
+            **form.cleaned_data,
         )
 
 

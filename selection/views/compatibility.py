@@ -13,14 +13,16 @@ from selection.forms import CompatibilityRuleForm
 from selection.models import CompatibilityRule
 from selection.selectors import budget_ranges, compatibility_matrix
 from webarchive.permissions import ADD, DELETE, VIEW, Area, can
-from webarchive.views import AreaRequiredMixin, ServiceFormView
+from webarchive.views import AreaRequiredMixin, PermittedActionsMixin, ServiceFormView
 
 
-class CompatibilityView(ServiceFormView):
+class CompatibilityView(PermittedActionsMixin, ServiceFormView):
     """The matrix: for each budget and frequency, which depths may be used; and the rules behind it."""
 
     area = Area.SELECTION
     model_permission = (VIEW, CompatibilityRule)
+    model = CompatibilityRule
+    actions = (ADD, DELETE)  # forbid a combination; allow one again
     template_name = "selection/compatibility.html"
     form_class = CompatibilityRuleForm
     title = gettext_lazy("Compatible settings")
@@ -53,7 +55,6 @@ class CompatibilityView(ServiceFormView):
                     for f in Frequency.values
                 ],
                 "rules": CompatibilityRule.objects.all(),
-                "may_edit": can(self.request.user, ADD, CompatibilityRule),
             }
         )
         return context

@@ -10,9 +10,7 @@ import json
 import secrets
 import time
 
-from django import forms
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, path
@@ -24,6 +22,7 @@ from django.views import View
 from selection import csvio
 from selection.choices import CheckStatus
 from selection.filtersets import RecordFilterSet
+from selection.forms import RecordImportForm
 from selection.models import Collection, Record
 from webarchive.permissions import ADD, VIEW, Area, restrict
 from webarchive.views import AreaRequiredMixin
@@ -68,33 +67,6 @@ class RecordExportView(AreaRequiredMixin, View):
 
 
 # Import ----------------------------------------------------------------------------------------
-
-
-class RecordImportForm(forms.Form):
-    collection = forms.ModelChoiceField(queryset=Collection.objects.all(), label=gettext_lazy("Collection"))
-    file = forms.FileField(
-        label=gettext_lazy("CSV file"),
-        help_text=gettext_lazy("UTF-8, separated by commas or semicolons; the first line names the columns."),
-    )
-
-    def __init__(self, *args, user, **kwargs):
-        super().__init__(*args, **kwargs)
-        # Only the collections the user writes in are offered; another one posted is refused (403).
-        self.writable = list(Collection.objects.writable_by(user).order_by("name"))
-        collection = self.fields["collection"]
-        collection.widget.choices = [("", "---------"), *((c.pk, str(c)) for c in self.writable)]
-        collection.widget.attrs["class"] = "form-select"
-        self.fields["file"].widget.attrs.update({"class": "form-control", "accept": ".csv,text/csv"})
-
-    def clean_file(self):
-        upload = self.cleaned_data["file"]
-        content = upload.read(csvio.MAX_BYTES + 1)
-        if len(content) > csvio.MAX_BYTES:
-            raise ValidationError(
-                _("The file is larger than %(size)d MB; split it into several files.")
-                % {"size": csvio.MAX_BYTES // (1024 * 1024)}
-            )
-        return content, upload.name
 
 
 class ImportRightsMixin:

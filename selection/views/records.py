@@ -7,22 +7,26 @@ from django.shortcuts import get_object_or_404
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
-from harvest.models import Job
-from harvest.selectors_quality import record_harvests
-from selection import services
+from selection import hooks, services
 from selection.choices import CheckStatus
 from selection.filtersets import RecordFilterSet
 from selection.forms import RecordForm, RecordStatusForm, RecordTransferForm, SavedSearchForm, UrlEntryForm
-from selection.models import HarvestNote, Record
+from selection.models import Record
 from selection.selectors import budget_ranges, compatibility_matrix, record_duplicates
+from selection.tables import RecordTable
 from selection.urlcheck import UrlCheckResult, check_url
-from webarchive.permissions import ADD, CHANGE, VALIDATE, VIEW, Area, can, can_enter, restrict
+from webarchive.permissions import ADD, CHANGE, VALIDATE, Area, can, permitted, restrict
 from webarchive.urlnorm import InvalidURL, normalise_url
-from webarchive.views import ObjectDetailView, ObjectListView, ServiceFormView
+from webarchive.views import (
+    ObjectDetailView,
+    ObjectListView,
+    PermittedActionsMixin,
+    ServiceFormView,
+    safe_next_url,
+)
 
 CHECK_TOKEN_MAX_AGE = 30 * 60  # a check shown to the librarian is reused for half an hour
 CHECK_TOKEN_SALT = "selection.url-check"  # noqa: S105 (a signing salt, not a secret)
-HARVEST_NOTES_SHOWN = 50  # the newest notes on a record's harvests
 
 
 def sign_check(result: UrlCheckResult) -> str:
@@ -39,6 +43,12 @@ def load_check(token: str) -> UrlCheckResult | None:
         return None
 
 
+def may_override_check(user, *, selectable: bool) -> bool:
+    """Whether a record's form offers to keep a URL that failed its check (with a reason): to those
+    who validate records (curators), and only when the check did fail."""
+    return not selectable and permitted(user, Record, [VALIDATE])[VALIDATE]
+
+
 def checker_from_token(token: str):
     """A checker that reuses the check shown at stage 1 (signed by the server), else checks again."""
     stored = load_check(token)
@@ -49,12 +59,13 @@ def checker_from_token(token: str):
     return checker
 
 
-class RecordListView(ObjectListView):
+class RecordListView(PermittedActionsMixin, ObjectListView):
     area = Area.SELECTION
     queryset = Record.objects.select_related("collection", "responsible", "theme")
     filterset_class = RecordFilterSet
     template_name = "selection/record_list.html"
-    columns = ["url", "collection", "responsible", "budget", "frequency", "depth", "status", "is_active"]
+    table_class = RecordTable
+    actions = (ADD, CHANGE)  # propose and import; bulk edit
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -63,8 +74,6 @@ class RecordListView(ObjectListView):
         context.update(
             {
                 "query": query.urlencode(),
-                "may_add": can(self.request.user, ADD, Record),
-                "may_change": can(self.request.user, CHANGE, Record),
                 "saved_search_form": SavedSearchForm(initial={"query": query.urlencode()}),
                 "saved_searches": self.request.user.saved_searches.all(),
             }
@@ -72,8 +81,9 @@ class RecordListView(ObjectListView):
         return context
 
 
-class RecordDetailView(ObjectDetailView):
+class RecordDetailView(PermittedActionsMixin, ObjectDetailView):
     area = Area.SELECTION
+    actions = (CHANGE, VALIDATE)  # edit and transfer (in the user's collections); set the status
     queryset = Record.objects.select_related(
         "collection", "responsible", "theme", "created_by", "modified_by", "status_changed_by"
     ).prefetch_related("keywords")
@@ -103,39 +113,25 @@ class RecordDetailView(ObjectDetailView):
         context = super().get_context_data(**kwargs)
         record = self.object
         user = self.request.user
-        writable = restrict(Record.objects.filter(pk=record.pk), user, CHANGE).exists()
         context.update(
             {
                 "check": UrlCheckResult.from_dict(record.check_result) if record.check_result else None,
                 "duplicates": record_duplicates(record.url, exclude_pk=record.pk),
-                "may_edit": writable,
-                "may_validate": can(user, VALIDATE, Record),
                 "status_form": RecordStatusForm(initial={"version": record.version}),
                 "budget_ranges": budget_ranges(),
-                **record_harvest_context(record, user),
+                # What became of the record once harvested: provided by the apps above (storage).
+                "panels": hooks.record_panels.collect(record=record, user=user),
             }
         )
         return context
 
 
-def record_harvest_context(record: Record, user) -> dict:
-    """The record's last site crawls (with replay links) and the curators' notes on its harvests."""
-    notes = restrict(HarvestNote.objects.filter(record=record), user, VIEW).select_related(
-        "author", "job", "domain"
-    )
-    return {
-        # Whoever may read the record reads what became of it (date, size, stop reason, replay).
-        "harvests": record_harvests(record),
-        "harvest_notes": notes[:HARVEST_NOTES_SHOWN],
-        "may_open_jobs": can_enter(user, Area.PLANNING),
-        "may_open_quality": can_enter(user, Area.REPORTS) and can(user, VIEW, Job),
-    }
-
-
-class RecordProposeView(ServiceFormView):
+class RecordProposeView(PermittedActionsMixin, ServiceFormView):
     """Two stages: the URL is checked online and against the database, then the record is filled in."""
 
     area = Area.SELECTION
+    model = Record
+    actions = (VALIDATE,)  # a curator may select a URL that failed its check
     model_permission = (ADD, Record)
     permission_denied_message = gettext_lazy("Your role does not allow you to propose URLs.")
     template_name = "selection/record_propose.html"
@@ -174,7 +170,7 @@ class RecordProposeView(ServiceFormView):
                 initial=initial,
                 prefix="record",
                 budget_ranges=budget_ranges(),
-                allow_override=self.may_override(self.check),
+                allow_override=self.may_override(),
             )
         self.stage = 2
         self.check = load_check(data.get("record-check_token", ""))
@@ -183,11 +179,12 @@ class RecordProposeView(ServiceFormView):
             collection=self.collection,
             prefix="record",
             budget_ranges=budget_ranges(),
-            allow_override=self.may_override(self.check),
+            allow_override=self.may_override(),
         )
 
-    def may_override(self, check) -> bool:
-        return can(self.request.user, VALIDATE, Record) and (check is None or not check.selectable)
+    def may_override(self) -> bool:
+        selectable = self.check is not None and self.check.selectable
+        return may_override_check(self.request.user, selectable=selectable)
 
     def post(self, request, *args, **kwargs):
         form = self.get_form()
@@ -242,7 +239,6 @@ class RecordProposeView(ServiceFormView):
                 "duplicates": duplicates,
                 "duplicates_here": duplicates.in_collection(self.collection) if duplicates else [],
                 "matrix": compatibility_matrix(),
-                "may_validate": can(self.request.user, VALIDATE, Record),
             }
         )
         return context
@@ -294,15 +290,14 @@ class RecordEditView(RecordObjectMixin, ServiceFormView):
             "check_override_reason": record.check_override_reason,
             "version": record.version,
         }
-        may_override = (
-            can(self.request.user, VALIDATE, Record) and record.check_status not in CheckStatus.selectable()
-        )
         return RecordForm(
             data,
             collection=record.collection,
             initial=initial,
             budget_ranges=budget_ranges(),
-            allow_override=may_override,
+            allow_override=may_override_check(
+                self.request.user, selectable=record.check_status in CheckStatus.selectable()
+            ),
         )
 
     def perform(self, form):
@@ -317,13 +312,7 @@ class RecordEditView(RecordObjectMixin, ServiceFormView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        context.update(
-            {
-                "title": _("Edit the record"),
-                "matrix": compatibility_matrix(),
-                "may_validate": can(self.request.user, VALIDATE, Record),
-            }
-        )
+        context.update({"title": _("Edit the record"), "matrix": compatibility_matrix()})
         return context
 
 
@@ -349,7 +338,7 @@ class RecordStatusView(RecordObjectMixin, ServiceFormView):
             expected_version=form.cleaned_data["version"],
         )
         messages.success(self.request, _("The record is now “%(s)s”.") % {"s": record.get_status_display()})
-        return self.request.POST.get("next") or record.get_absolute_url()
+        return safe_next_url(self.request, record)
 
 
 class RecordTransferView(RecordObjectMixin, ServiceFormView):

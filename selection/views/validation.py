@@ -2,7 +2,6 @@
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.shortcuts import redirect
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.generic import View
@@ -11,9 +10,10 @@ from selection import services
 from selection.choices import RecordStatus
 from selection.filtersets import RecordFilterSet
 from selection.models import Record
+from selection.tables import ValidationQueueTable
 from webarchive.filters import id_range_error
 from webarchive.permissions import VALIDATE, Area
-from webarchive.views import AreaRequiredMixin, ObjectListView
+from webarchive.views import AreaRequiredMixin, ObjectListView, redirect_next
 
 
 class CuratorMixin:
@@ -28,7 +28,7 @@ class ValidationQueueView(CuratorMixin, ObjectListView):
     )
     filterset_class = RecordFilterSet
     template_name = "selection/validation_queue.html"
-    columns = ["url", "collection", "responsible", "budget", "frequency", "depth", "check_status"]
+    table_class = ValidationQueueTable
     ordering = ["created_at", "pk"]
 
     def get_queryset(self):
@@ -65,4 +65,4 @@ class ValidationDecisionView(CuratorMixin, AreaRequiredMixin, View):
             else:
                 label = RecordStatus(decision).label.lower()
                 messages.success(request, _("%(n)d record(s) %(what)s.") % {"n": count, "what": label})
-        return redirect(request.POST.get("next") or "selection:validation_queue")
+        return redirect_next(request, "selection:validation_queue")

@@ -14,10 +14,12 @@ import threading
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC
+from functools import partial
 
 from harvest.choices import DedupPolicy
 from harvest.crawler.dedup import MemoryDedupIndex, Original
 from storage.models import Capture
+from storage.services.replication import warc_file_open
 from storage.warcindex import url_key
 
 ANSWER_SECONDS = 30  # a question nobody answers in this time gets "no earlier capture"
@@ -105,5 +107,5 @@ def _original(capture: Capture | None) -> Original | None:
         digest=capture.digest,
         path=capture.warc_file.path,
         offset=capture.offset,
-        opener=capture.warc_file.open_bytes,
+        opener=partial(warc_file_open, capture.warc_file),
     )

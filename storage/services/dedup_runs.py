@@ -25,39 +25,27 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from harvest.crawler.warc import FILE_NAME
+from harvest.models import Job
 from storage.dedup.pipeline import DRY_RUN_STAGES, STAGES, Options, Pipeline, PipelineError
+from storage.models import DEDUP_RUN_TRANSITIONS as DEDUP_RUN_TRANSITIONS  # the table, where pages read it
 from storage.models import Capture, DedupRun, StorageEvent, WarcFile
 from storage.services.indexing import IndexConflict, warc_file_index
+from storage.services.replication import warc_file_open
 from storage.warcindex import WarcReadError, archive_files
 from webarchive.permissions import ADD, CHANGE, require
+from webarchive.tasks import enqueue
 
 State = DedupRun.State
 ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
 NOT_FROM_A_HARVEST = "(not from a harvest)"
 HASH_CHUNK = 1 << 20
 
-# state -> the states a run may move to; nothing else is legal.
-DEDUP_RUN_TRANSITIONS: dict[str, frozenset[str]] = {
-    State.QUEUED: frozenset({State.RUNNING, State.STOPPED, State.FAILED}),
-    State.RUNNING: frozenset({State.STOPPING, State.STOPPED, State.FAILED, State.VALIDATED, State.DONE}),
-    State.STOPPING: frozenset({State.STOPPED, State.FAILED, State.VALIDATED, State.DONE}),
-    State.STOPPED: frozenset({State.QUEUED, State.RUNNING}),
-    State.FAILED: frozenset({State.QUEUED, State.RUNNING}),
-    State.DONE: frozenset({State.VALIDATED}),  # registered later (a run made with --no-register)
-    State.VALIDATED: frozenset(),
-}
 _ENDED = (State.STOPPED, State.FAILED, State.VALIDATED, State.DONE)
 
 
-def dedup_run_transition(run: DedupRun, state: str) -> None:
-    """Move a run (locked by the caller) to ``state``, or raise ValidationError if that is not legal."""
-    if state not in DEDUP_RUN_TRANSITIONS[run.state]:
-        raise ValidationError(
-            _("A deduplication run that is %(current)s cannot become %(state)s.")
-            % {"current": State(run.state).label, "state": State(state).label},
-            code="illegal_transition",
-        )
-    run.state = state
+def _set_state(run: DedupRun, state: str) -> None:
+    """Move a run (locked by the caller) through its table to ``state``, with its start and end times."""
+    DEDUP_RUN_TRANSITIONS.apply(run, state)
     now = timezone.now()
     if state == State.RUNNING and run.started_at is None:
         run.started_at = now
@@ -213,19 +201,12 @@ def _roots_text(path, roots: list[Path]) -> dict:
 
 
 def _send_advance(run_id: int) -> None:
-    from storage.tasks import dedup_advance
-
-    transaction.on_commit(lambda: dedup_advance.delay(run_id))
+    enqueue("storage.dedup_advance", run_id)
 
 
 def _send_units(run_id: int, stage: str, units: list[str]) -> None:
-    from storage.tasks import dedup_unit
-
-    def send():
-        for unit in units:
-            dedup_unit.delay(run_id, stage, unit)
-
-    transaction.on_commit(send)
+    for unit in units:
+        enqueue("storage.dedup_unit", run_id, stage, unit)
 
 
 # Running (Celery) ---------------------------------------------------------------------------------
@@ -240,9 +221,9 @@ def dedup_run_advance(*, run_id: int) -> DedupRun:
     """
     run = DedupRun.objects.select_for_update().get(pk=run_id)
     if run.state == State.QUEUED:
-        dedup_run_transition(run, State.RUNNING)
+        _set_state(run, State.RUNNING)
     elif run.state == State.STOPPING:
-        dedup_run_transition(run, State.STOPPED)
+        _set_state(run, State.STOPPED)
     if run.state != State.RUNNING:
         run.save()
         return run
@@ -293,13 +274,13 @@ def dedup_run_unit(*, run_id: int, stage: str, unit: str) -> None:
 def dedup_run_fail(*, run_id: int, error: str) -> DedupRun:
     """Mark a run failed with the reason (a run already ended stays as it is)."""
     run = DedupRun.objects.select_for_update().get(pk=run_id)
-    if State.FAILED in DEDUP_RUN_TRANSITIONS[run.state]:
+    if DEDUP_RUN_TRANSITIONS.may(run.state, State.FAILED):
         return _fail(run, error)
     return run
 
 
 def _fail(run: DedupRun, error: str) -> DedupRun:
-    dedup_run_transition(run, State.FAILED)
+    _set_state(run, State.FAILED)
     run.error = error
     run.save()
     return run
@@ -311,7 +292,7 @@ def dedup_run_stop(*, run_id: int, user=None) -> DedupRun:
     require(user, CHANGE, DedupRun)
     run = DedupRun.objects.select_for_update().get(pk=run_id)
     target = State.STOPPING if run.state == State.RUNNING else State.STOPPED
-    dedup_run_transition(run, target)
+    _set_state(run, target)
     run.save()
     return run
 
@@ -321,7 +302,7 @@ def dedup_run_resume(*, run_id: int, user=None) -> DedupRun:
     """Queue a stopped or failed run again: the pending units of its stage are sent again."""
     require(user, CHANGE, DedupRun)
     run = DedupRun.objects.select_for_update().get(pk=run_id)
-    dedup_run_transition(run, State.QUEUED)
+    _set_state(run, State.QUEUED)
     run.stage = ""  # so that the next advance sends the stage's pending units again
     run.error = ""
     run.save()
@@ -336,7 +317,7 @@ def dedup_run_resume(*, run_id: int, user=None) -> DedupRun:
 def dedup_run_begin(*, run_id: int) -> DedupRun:
     """Mark a run running in this process (``dedup_warcs``): a new, stopped or failed run."""
     run = DedupRun.objects.select_for_update().get(pk=run_id)
-    dedup_run_transition(run, State.RUNNING)
+    _set_state(run, State.RUNNING)
     run.error = ""
     run.save()
     return run
@@ -352,9 +333,9 @@ def dedup_run_end(*, run_id: int, completed: bool, error: str = "") -> DedupRun:
     """A foreground run has returned: finish it if its stages are all done, else mark it stopped or failed."""
     run = DedupRun.objects.select_for_update().get(pk=run_id)
     if error:
-        return _fail(run, error) if State.FAILED in DEDUP_RUN_TRANSITIONS[run.state] else run
+        return _fail(run, error) if DEDUP_RUN_TRANSITIONS.may(run.state, State.FAILED) else run
     if not completed:
-        dedup_run_transition(run, State.STOPPED)
+        _set_state(run, State.STOPPED)
         run.save()
         return run
     try:
@@ -371,7 +352,7 @@ def _finish(run: DedupRun, pipeline: Pipeline) -> DedupRun:
     run.summary = summary_json(pipeline.summary())
     run.stage = ""
     if run.dry_run:
-        dedup_run_transition(run, State.DONE)
+        _set_state(run, State.DONE)
         run.save()
         return run
     report = pipeline.validation()
@@ -381,7 +362,7 @@ def _finish(run: DedupRun, pipeline: Pipeline) -> DedupRun:
         return _fail(run, _("The output did not pass validation; nothing was registered.") + "\n" + problems)
     run.save()
     if not run.register_output:
-        dedup_run_transition(run, State.DONE)
+        _set_state(run, State.DONE)
         run.save()
         return run
     try:
@@ -404,7 +385,7 @@ def dedup_run_register(*, run_id: int, pipeline: Pipeline | None = None) -> Dedu
         raise ValidationError(_("A dry run has no output to register."), code="dry_run")
     if not (run.validation or {}).get("ok"):
         raise ValidationError(_("Only a validated output is registered."), code="not_validated")
-    dedup_run_transition(run, State.VALIDATED)
+    _set_state(run, State.VALIDATED)
     pipeline = pipeline or Pipeline.open(Path(run.out_dir))
     for output in pipeline.outputs():
         source = WarcFile.objects.select_for_update().filter(name=Path(output.source).name).first()
@@ -469,8 +450,6 @@ def _rate(counts: dict) -> float:
 def file_harvests(names: set[str]) -> dict[str, str]:
     """File name -> the name of the harvest definition it came from (through its WarcFile's job, else
     the job number in a crawler's file name), or "(not from a harvest)"."""
-    from harvest.models import Job
-
     found = dict(
         WarcFile.objects.filter(name__in=names, job__isnull=False).values_list(
             "name", "job__harvest_definition__name"
@@ -559,7 +538,7 @@ def warc_file_retire(*, warc_file_id: int, user=None) -> WarcFile:
 def _file_sha256(warc: WarcFile) -> str | None:
     """The SHA-256 of a file's bytes as they are read (from its replicas, else where it was written)."""
     try:
-        with warc.open_bytes() as stream:
+        with warc_file_open(warc) as stream:
             digest = hashlib.sha256()
             while chunk := stream.read(HASH_CHUNK):
                 digest.update(chunk)

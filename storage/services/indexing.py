@@ -277,3 +277,22 @@ class CaptureRecorder:
             )
             found = self._file_ids[name] = warc.pk
         return found
+
+
+def warc_file_register(*, info, job_id: int | None) -> WarcFile:
+    """Record a closed WARC file (idempotent: a file is registered once, by name)."""
+    warc, _created = WarcFile.objects.update_or_create(
+        name=info.name,
+        defaults={
+            "path": str(info.path),
+            "size": info.size,
+            "sha256": info.sha256,
+            "records": info.records,
+            "job_id": job_id,
+            "created_at": info.created_at,
+            "closed_at": info.closed_at,
+            "recovered": info.recovered,
+            "indexed_at": info.closed_at,  # its captures were indexed as they were written
+        },
+    )
+    return warc

@@ -32,7 +32,9 @@ from django.utils.translation import gettext as _
 
 from storage.backends import file_sha256
 from storage.models import IngestStep, StorageEvent, WarcFile
-from storage.services import replication
+from storage.services import placement, replication
+from storage.services.indexing import warc_file_index
+from webarchive.tasks import enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +57,7 @@ def _record(warc: WarcFile, step: str, **fields) -> None:
 
 
 def _checksum(warc: WarcFile) -> None:
-    if not replication.good_replicas(warc).exists():
+    if not placement.good_replicas(warc).exists():
         with warc.spool_bytes() as stream:
             sha256, size = file_sha256(stream)
         if warc.sha256 and (sha256, size) != (warc.sha256, warc.size):
@@ -66,28 +68,26 @@ def _checksum(warc: WarcFile) -> None:
     else:  # a replica already holds it: the chain was past this step once
         sha256, size = warc.sha256, warc.size
     _record(
-        warc, IngestStep.CHECKSUMMED, sha256=sha256, size=size, replicas_wanted=replication.replicas_for(warc)
+        warc, IngestStep.CHECKSUMMED, sha256=sha256, size=size, replicas_wanted=placement.replicas_for(warc)
     )
 
 
 def _index(warc: WarcFile) -> None:
     if warc.indexed_at is None:
-        from storage.services.indexing import warc_file_index
-
         warc_file_index(path=warc.path, job_id=warc.job_id)
     _record(warc, IngestStep.INDEXED)
 
 
 def _store(warc: WarcFile) -> None:
-    if not replication.good_replicas(warc).exists():
+    if not placement.good_replicas(warc).exists():
         replication.file_replicate(warc.pk, at_most=1)
-        if not replication.good_replicas(warc).exists():
+        if not placement.good_replicas(warc).exists():
             raise IngestWaiting(_("No storage node could take the file (none online, or none with room)."))
     _record(warc, IngestStep.STORED)
 
 
 def _replicate(warc: WarcFile) -> None:
-    wanted = warc.replicas_wanted or replication.replicas_for(warc)
+    wanted = warc.replicas_wanted or placement.replicas_for(warc)
     good = replication.file_replicate(warc.pk)
     if good < wanted:
         raise IngestWaiting(
@@ -104,8 +104,8 @@ def in_spool(warc: WarcFile) -> bool:
 
 
 def _clean(warc: WarcFile) -> None:
-    wanted = warc.replicas_wanted or replication.replicas_for(warc)
-    verified = replication.good_replicas(warc).filter(verified_at__isnull=False).count()
+    wanted = warc.replicas_wanted or placement.replicas_for(warc)
+    verified = placement.good_replicas(warc).filter(verified_at__isnull=False).count()
     if verified < wanted:
         raise IngestWaiting(
             _("Only %(count)d verified replicas: the spool copy is kept.") % {"count": verified}
@@ -164,6 +164,15 @@ def ingest_pending(*, now=None, limit: int | None = None) -> list[int]:
         .values_list("pk", flat=True)
     )
     return list(pending[: limit or settings.STORAGE_REPAIR_BATCH])
+
+
+def send_ingest(warc_file_ids) -> None:
+    """Send the ingest chain of these files (marked as sent, so the check does not send it twice),
+    once the transaction that registered them is committed (a worker must find their rows)."""
+    ids = list(warc_file_ids)
+    mark_sent(ids)
+    for warc_file_id in ids:
+        enqueue("storage.ingest", warc_file_id)
 
 
 def mark_sent(warc_file_ids) -> None:

@@ -8,7 +8,6 @@ running or stopping (as the job pages do). Registration of a validated output is
 
 from __future__ import annotations
 
-from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect
@@ -18,6 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.generic import DetailView, View
 
+from storage.forms import DedupRunForm
 from storage.models import DedupRun, WarcFile
 from storage.services.dedup_runs import (
     DEDUP_RUN_TRANSITIONS,
@@ -28,9 +28,15 @@ from storage.services.dedup_runs import (
     run_stages,
     warc_file_retire,
 )
-from webarchive.forms import BootstrapMixin
-from webarchive.permissions import ADD, CHANGE, Area, can
-from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerysetMixin, ServiceFormView
+from storage.tables import DedupRunTable
+from webarchive.permissions import ADD, CHANGE, Area
+from webarchive.views import (
+    AreaRequiredMixin,
+    ObjectListView,
+    PermittedActionsMixin,
+    RestrictedQuerysetMixin,
+    ServiceFormView,
+)
 
 POLL_SECONDS = 3
 
@@ -41,49 +47,26 @@ def htmx_response(request, response):
     return response
 
 
-class DedupRunForm(BootstrapMixin, forms.Form):
-    """What a run is started with; the paths are checked by the service (dedup_run_start)."""
-
-    inputs = forms.CharField(
-        label=gettext_lazy("WARC/ARC files or directories"),
-        widget=forms.Textarea(attrs={"rows": 5, "class": "font-monospace"}),
-        help_text=gettext_lazy("One absolute path a line; directories are walked."),
-    )
-    out_dir = forms.CharField(
-        label=gettext_lazy("Output directory"),
-        max_length=1000,
-        help_text=gettext_lazy("A new directory for the deduplicated files (not one of the inputs')."),
-    )
-    dry_run = forms.BooleanField(
-        label=gettext_lazy("Dry run: report the duplicate rate and the savings only"), required=False
-    )
-    recompute_digests = forms.BooleanField(
-        label=gettext_lazy("Recompute payload digests instead of trusting the records' own"), required=False
-    )
-    include_empty = forms.BooleanField(
-        label=gettext_lazy("Also turn copies of empty payloads into revisits"), required=False
-    )
-
-    def clean_inputs(self) -> list[str]:
-        lines = [line.strip() for line in self.cleaned_data["inputs"].splitlines()]
-        return [line for line in lines if line]
+def dedup_run_offers(run: DedupRun) -> dict[str, bool]:
+    """What a run's state lets its page offer (to those permitted to change runs): stopping it while
+    it is queued, running or stopping (twice: at once), resuming it once it stopped or failed."""
+    return {
+        "stop": run.state in DedupRun.ACTIVE,
+        "resume": DedupRun.State.QUEUED in DEDUP_RUN_TRANSITIONS[run.state],
+    }
 
 
 class DedupAreaMixin(AreaRequiredMixin):
     area = Area.OPERATIONS
 
 
-class DedupRunListView(DedupAreaMixin, ObjectListView):
+class DedupRunListView(PermittedActionsMixin, DedupAreaMixin, ObjectListView):
     """The runs, newest first."""
 
     queryset = DedupRun.objects.select_related("created_by")
     template_name = "storage/dedup_list.html"
-    columns: list[str] = []  # the template lays out its own table
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_start"] = can(self.request.user, ADD, DedupRun)
-        return context
+    table_class = DedupRunTable
+    actions = (ADD,)  # start a run
 
 
 class DedupRunStartView(DedupAreaMixin, ServiceFormView):
@@ -114,10 +97,11 @@ class DedupRunStartView(DedupAreaMixin, ServiceFormView):
         return run
 
 
-class DedupRunDetailView(DedupAreaMixin, RestrictedQuerysetMixin, DetailView):
+class DedupRunDetailView(PermittedActionsMixin, DedupAreaMixin, RestrictedQuerysetMixin, DetailView):
     """A run: its state and stage, the units of the stage, its savings and its validation report."""
 
     queryset = DedupRun.objects.select_related("created_by")
+    actions = (CHANGE,)  # stop, resume
     template_name = "storage/dedup_detail.html"
     context_object_name = "run"
 
@@ -129,8 +113,7 @@ class DedupRunDetailView(DedupAreaMixin, RestrictedQuerysetMixin, DetailView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        run, user = self.object, self.request.user
-        may_change = can(user, CHANGE, DedupRun)
+        run = self.object
         percent = run.units_done * 100 // run.units_total if run.units_total else 0
         stages = run_stages(run)
         context.update(
@@ -140,8 +123,7 @@ class DedupRunDetailView(DedupAreaMixin, RestrictedQuerysetMixin, DetailView):
                 "percent": min(100, percent),
                 "stages": stages,
                 "stage_number": stages.index(run.stage) + 1 if run.stage in stages else None,
-                "may_stop": may_change and run.state in DedupRun.ACTIVE,
-                "may_resume": may_change and DedupRun.State.QUEUED in DEDUP_RUN_TRANSITIONS[run.state],
+                "offers": dedup_run_offers(run),
                 "outputs": WarcFile.objects.filter(
                     origin=WarcFile.Origin.DEDUPLICATED, path__startswith=run.out_dir.rstrip("/") + "/"
                 ).order_by("name")

@@ -26,8 +26,9 @@ from storage.filtersets import CaptureFilterSet
 from storage.forms import CaptureSearchForm, MatchType
 from storage.models import Capture, WarcFile
 from storage.replay import replay_url
+from storage.tables import CaptureTable, CaptureUrlTable
 from storage.warcindex import cdx_mime
-from webarchive.permissions import VIEW, Area, can, can_enter, restrict
+from webarchive.permissions import VIEW, Area, can_enter, permitted, restrict
 from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerysetMixin
 
 CAPTURES_PER_PAGE = 100
@@ -38,9 +39,14 @@ ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
 _DOMAIN_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
 
 
-def may_open_planning(user, model) -> bool:
-    """Whether the user may open the Planning page of an object of ``model`` (jobs, definitions, domains)."""
-    return can_enter(user, Area.PLANNING) and can(user, VIEW, model)
+PLANNING_PAGES = {"job": Job, "definition": HarvestDefinition, "domain": Domain}
+
+
+def planning_links(user) -> dict[str, bool]:
+    """Which Planning pages an Access page links to for the user (``planning.job``…): those of the
+    area the user may enter, of the objects the user may view."""
+    planner = can_enter(user, Area.PLANNING)
+    return {name: planner and permitted(user, model, [VIEW])[VIEW] for name, model in PLANNING_PAGES.items()}
 
 
 def with_replay(captures):
@@ -103,6 +109,8 @@ class SearchView(AccessAreaMixin, TemplateView):
             if not groups or groups[-1]["month"] is not period:
                 groups.append({"month": period, "captures": []})
             groups[-1]["captures"].append(capture)
+        for group in groups:
+            group["table"] = CaptureTable(group["captures"], model=Capture)
         results.update(
             {
                 "year": year,
@@ -184,8 +192,7 @@ class CaptureDetailView(AccessAreaMixin, RestrictedQuerysetMixin, DetailView):
                 "replay": replay_url(capture.url, capture.timestamp14),
                 "same_url_count": captures.filter(urlkey=capture.urlkey).count(),
                 "search_url": search_link(capture.url),
-                "may_view_job": may_open_planning(user, Job),
-                "may_view_definition": may_open_planning(user, HarvestDefinition),
+                "planning": planning_links(user),
             }
         )
         return context
@@ -292,7 +299,8 @@ class WarcFileDetailView(AccessAreaMixin, RestrictedQuerysetMixin, DetailView):
                 "page_obj": page,
                 "paginator": page.paginator,
                 "is_paginated": page.has_other_pages(),
-                "may_view_job": may_open_planning(user, Job),
+                "capture_table": CaptureUrlTable(page.object_list, model=Capture),
+                "planning": planning_links(user),
             }
         )
         return context
@@ -306,8 +314,8 @@ class CaptureListView(AccessAreaMixin, ObjectListView):
 
     template_name = "storage/capture_list.html"
     filterset_class = CaptureFilterSet
+    table_class = CaptureUrlTable
     paginate_by = CAPTURES_PER_PAGE
-    columns: list[str] = []  # the template lays out its own table
 
     def scope(self):
         """The captures this page is about (all of them, before the filters)."""
@@ -319,7 +327,7 @@ class CaptureListView(AccessAreaMixin, ObjectListView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        with_replay(context["object_list"])
+        with_replay(context["object_list"])  # the table's rows are these captures (drawn later)
         context["counts"] = selectors.capture_counts(restrict(self.scope(), self.request.user))
         return context
 
@@ -339,13 +347,11 @@ class JobCapturesView(CaptureListView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        user = self.request.user
         context.update(
             {
                 "job": self.job,
                 "title": _("Captures of %(job)s") % {"job": self.job},
-                "may_view_job": may_open_planning(user, Job),
-                "may_view_definition": may_open_planning(user, HarvestDefinition),
+                "planning": planning_links(self.request.user),
             }
         )
         return context
@@ -363,10 +369,8 @@ class DomainCapturesView(CaptureListView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        user = self.request.user
-        domain = (
-            Domain.objects.filter(name=self.domain_name).first() if may_open_planning(user, Domain) else None
-        )
+        planning = planning_links(self.request.user)
+        domain = Domain.objects.filter(name=self.domain_name).first() if planning["domain"] else None
         context.update(
             {
                 "domain_name": self.domain_name,

@@ -28,7 +28,8 @@ from rest_framework.exceptions import AuthenticationFailed
 from storage.backends import OutsideNode
 from storage.cdx import CdxQuery, CdxQueryError, captures_lookup
 from storage.models import Capture, WarcFile
-from storage.services.replication import good_replicas
+from storage.services.placement import good_replicas
+from storage.services.replication import warc_file_open
 from webarchive.permissions import VIEW, can
 
 logger = logging.getLogger(__name__)
@@ -164,7 +165,7 @@ def byte_range(header: str, size: int) -> tuple[int, int] | None:
 def _open_warc(warc: WarcFile):
     """The file's bytes, open (closed by FileSlice once streamed); None when they are not there."""
     try:
-        return warc.open_bytes()
+        return warc_file_open(warc)
     except (FileNotFoundError, IsADirectoryError):
         return None
 

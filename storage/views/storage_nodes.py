@@ -2,9 +2,9 @@
 adding a node, one node's replicas and history with its actions (offline, online, drain, verify
 now), verifying one file's replicas, the storage's history, the alerts and the statistics.
 
-The actions call the replication services (storage.services.replication), which write the
-StorageEvent of each change; verifications go to the workers once the request's changes are
-committed. Reads are in storage.selectors_storage.
+Each action calls one service (storage.services.nodes, storage.services.audits), which makes the
+change and writes the StorageEvent naming the engineer; verifications go to the workers once the
+request's changes are committed. Reads are in storage.selectors_storage.
 """
 
 from __future__ import annotations
@@ -12,29 +12,30 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.generic import DetailView, TemplateView, View
 
-from storage import selectors_storage, tasks
+from storage import selectors_storage
 from storage.filtersets import StorageEventFilterSet
 from storage.forms import StorageNodeForm
-from storage.models import Replica, StorageEvent, StorageNode, WarcFile
-from storage.services.replication import node_create, node_drain, node_set_offline, node_set_online
-from webarchive.permissions import ADD, CHANGE, VIEW, Area, can
-from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerysetMixin, ServiceFormView
+from storage.models import STORAGE_NODE_TRANSITIONS, Replica, StorageEvent, StorageNode, WarcFile
+from storage.services.audits import warc_file_verify
+from storage.services.nodes import node_create, node_drain, node_set_offline, node_set_online, node_verify
+from storage.tables import StorageNodeTable
+from webarchive.permissions import ADD, CHANGE, VIEW, Area
+from webarchive.views import (
+    AreaRequiredMixin,
+    ObjectListView,
+    PermittedActionsMixin,
+    RestrictedQuerysetMixin,
+    ServiceFormView,
+)
 
 REPLICAS_PER_PAGE = 50
 EVENTS_ON_NODE_PAGE = 20
-
-
-def send_verify_on_commit(replicas: list[tuple[int, str]]) -> None:
-    """Send the verifications once the changes that asked for them are committed."""
-    if replicas:
-        transaction.on_commit(lambda: tasks.send_verify(replicas))
 
 
 class StorageAreaMixin(AreaRequiredMixin):
@@ -52,18 +53,14 @@ class StorageAreaMixin(AreaRequiredMixin):
 # Nodes ----------------------------------------------------------------------------------------------
 
 
-class NodeListView(StorageAreaMixin, ObjectListView):
+class NodeListView(StorageAreaMixin, PermittedActionsMixin, ObjectListView):
     """The nodes: state, reachability, capacity and what they hold."""
 
     queryset = selectors_storage.nodes_with_counts()
     template_name = "storage/node_list.html"
     paginate_by = 100
-    columns: list[str] = []  # the template lays out its own table
-
-    def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["may_add"] = can(self.request.user, ADD, StorageNode)
-        return context
+    table_class = StorageNodeTable
+    actions = (ADD,)
 
 
 class NodeAddView(StorageAreaMixin, ServiceFormView):
@@ -82,10 +79,27 @@ class NodeAddView(StorageAreaMixin, ServiceFormView):
         return node
 
 
-class NodeDetailView(StorageAreaMixin, RestrictedQuerysetMixin, DetailView):
+def node_offers(node: StorageNode) -> dict[str, bool]:
+    """What a node's state lets an engineer do to it (its table, STORAGE_NODE_TRANSITIONS): a move to
+    the state it is already in is not offered; a retired node is verified no more."""
+    moves = {
+        "offline": StorageNode.State.OFFLINE,
+        "online": StorageNode.State.ONLINE,
+        "drain": StorageNode.State.DRAINING,
+    }
+    offers = {
+        name: state != node.state and STORAGE_NODE_TRANSITIONS.may(node.state, state)
+        for name, state in moves.items()
+    }
+    offers["verify"] = node.state != StorageNode.State.RETIRED
+    return offers
+
+
+class NodeDetailView(StorageAreaMixin, PermittedActionsMixin, RestrictedQuerysetMixin, DetailView):
     """A node: its fields, its replicas (paginated) and its latest events, with its actions."""
 
     queryset = selectors_storage.nodes_with_counts()
+    actions = (CHANGE,)
     template_name = "storage/node_detail.html"
     context_object_name = "node"
 
@@ -95,19 +109,13 @@ class NodeDetailView(StorageAreaMixin, RestrictedQuerysetMixin, DetailView):
         page = Paginator(selectors_storage.node_replicas(node), REPLICAS_PER_PAGE).get_page(
             self.request.GET.get("page")
         )
-        may_change = can(self.request.user, CHANGE, StorageNode)
-        active = node.state != StorageNode.State.RETIRED
         context.update(
             {
                 "page_obj": page,
                 "paginator": page.paginator,
                 "is_paginated": page.has_other_pages(),
                 "events": node.events.select_related("warc_file", "user")[:EVENTS_ON_NODE_PAGE],
-                "may_offline": may_change and active and node.state != StorageNode.State.OFFLINE,
-                "may_online": may_change
-                and node.state in (StorageNode.State.OFFLINE, StorageNode.State.DRAINING),
-                "may_drain": may_change and active and node.state != StorageNode.State.DRAINING,
-                "may_verify": may_change and active,
+                "offers": node_offers(node),
             }
         )
         return context
@@ -153,7 +161,6 @@ class NodeOnlineView(NodeActionView):
                 "name": node.name,
                 "reason": node.unreachable_reason,
             }
-        send_verify_on_commit([(pk, node.queue) for pk in replica_ids])
         return messages.SUCCESS, _(
             "%(name)s is online; %(count)d replicas are being verified before they count again."
         ) % {"name": node.name, "count": len(replica_ids)}
@@ -169,12 +176,9 @@ class NodeDrainView(NodeActionView):
 
 class NodeVerifyView(NodeActionView):
     def act(self, node):
-        if node.state == StorageNode.State.RETIRED:
-            raise ValidationError(_("Node %(name)s is retired.") % {"name": node.name})
-        replicas = selectors_storage.node_replicas_to_verify(node)
-        send_verify_on_commit(replicas)
+        count = node_verify(node_id=node.pk, user=self.request.user)
         return messages.SUCCESS, _("%(count)d replicas of %(name)s are being verified.") % {
-            "count": len(replicas),
+            "count": count,
             "name": node.name,
         }
 
@@ -188,13 +192,12 @@ class WarcFileVerifyView(AreaRequiredMixin, View):
 
     def post(self, request, pk):
         warc_file = get_object_or_404(WarcFile, pk=pk)
-        replicas = selectors_storage.file_replicas_to_verify(warc_file)
-        if replicas:
-            send_verify_on_commit(replicas)
+        count = warc_file_verify(warc_file_id=warc_file.pk, user=request.user)
+        if count:
             messages.success(
                 request,
                 _("%(count)d replicas of %(name)s are being verified.")
-                % {"count": len(replicas), "name": warc_file.name},
+                % {"count": count, "name": warc_file.name},
             )
         else:
             messages.warning(request, _("%(name)s has no replica to verify.") % {"name": warc_file.name})

@@ -25,6 +25,7 @@ from warcio.warcwriter import WARCWriter
 from harvest.crawler.dedup import IDENTICAL_PAYLOAD, SERVER_NOT_MODIFIED, MemoryDedupIndex
 from storage.models import Capture
 from storage.services.indexing import warc_file_index
+from storage.services.replication import warc_file_open
 from tests.crawler.sitecrawl import crawl
 from tests.factories import PASSWORD, UserFactory
 from tests.pywb_server import pywb_replay  # noqa: F401  (the fixture)
@@ -247,7 +248,7 @@ def test_a_deduplicated_recrawl_replays_from_the_first_crawl_payloads(
             warc_file_index(path=info.path)
     profile = SERVER_NOT_MODIFIED if conditional else IDENTICAL_PAYLOAD
     revisit = Capture.objects.get(url=news, record_type="revisit")
-    with revisit.warc_file.open_bytes() as stream:
+    with warc_file_open(revisit.warc_file) as stream:
         stream.seek(revisit.offset)
         assert next(iter(ArchiveIterator(stream))).rec_headers.get_header("WARC-Profile") == profile
     stored_again = Capture.objects.filter(warc_file__name__in=[info.name for info in second.files])

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from harvest.crawler.fetch import Exchange, Fetcher, media_type
+from harvest.crawler.outcomes import FetchError
 from webarchive import netguard
 
 PAGE = b"<html><head><title>A page</title></head><body><a href='/next'>next</a></body></html>"
@@ -357,9 +358,17 @@ def test_a_body_that_stops_coming_is_cut_at_the_read_timeout(server):
 def test_no_answer_within_the_read_timeout_is_an_error(server):
     fetcher = Fetcher(user_agent="t", address_check=lambda ip: None, read_timeout=0.3)
     exchange = fetch(fetcher, server.url("/hang"))
-    assert exchange.error == "timed out"
+    assert (exchange.error_code, exchange.error) == (FetchError.TIMEOUT, "timed out")
     assert exchange.status == 0
     assert exchange.body_length == 0
+
+
+def test_a_fetch_the_crawl_ends_before_an_answer_says_so(server):
+    fetcher = Fetcher(user_agent="t", address_check=lambda ip: None, read_timeout=0.3)
+    with fetcher.session() as session:
+        exchange = session.fetch(server.url("/hang"), interrupted=lambda: "stopped")
+    # Not a timeout of the site: the crawl's own reason, which the monitoring page leaves aside.
+    assert (exchange.error_code, exchange.error, exchange.status) == (FetchError.INTERRUPTED, "stopped", 0)
 
 
 def test_a_server_closing_early_gives_a_disconnect_truncation(server, fetcher):
@@ -372,11 +381,13 @@ def test_a_server_closing_early_gives_a_disconnect_truncation(server, fetcher):
 
 def test_a_connection_closed_without_a_response_is_an_error(server, fetcher):
     exchange = fetch(fetcher, server.url("/close-silently"))
+    assert exchange.error_code == FetchError.DISCONNECTED
     assert exchange.error == "closed by the server without a response"
 
 
 def test_too_many_headers_is_an_error(server, fetcher):
-    assert fetch(fetcher, server.url("/many-headers")).error == "too many headers"
+    exchange = fetch(fetcher, server.url("/many-headers"))
+    assert (exchange.error_code, exchange.error) == (FetchError.PROTOCOL, "too many headers")
 
 
 def test_redirects_are_not_followed(server, fetcher):
@@ -425,6 +436,7 @@ def test_sessions_do_not_share_connections(server, fetcher):
 def test_a_refused_address_is_an_error_and_never_contacted(server):
     server.reset()
     exchange = fetch(Fetcher(user_agent="t"), server.url("/page"))  # default: public addresses only
+    assert exchange.error_code == FetchError.REFUSED
     assert exchange.error.startswith("address refused: 127.0.0.1 is a loopback address")
     assert exchange.status == 0
     assert exchange.request_head == b""
@@ -443,6 +455,7 @@ def test_a_name_resolving_to_a_refused_address_is_refused(server, monkeypatch):
         Fetcher(user_agent="t", address_check=policy.refusal),
         f"http://archive.test:{server.server_address[1]}/",
     )
+    assert exchange.error_code == FetchError.REFUSED
     assert exchange.error.startswith("address refused: 127.0.0.1")
     assert server.connections == 0
 
@@ -459,7 +472,7 @@ def test_a_closed_port_is_connection_refused(fetcher):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     exchange = fetch(fetcher, f"http://127.0.0.1:{port}/")
-    assert exchange.error == "connection refused"
+    assert (exchange.error_code, exchange.error) == (FetchError.CONNECTION_REFUSED, "connection refused")
 
 
 def test_a_name_that_does_not_resolve_is_a_dns_error(fetcher, monkeypatch):
@@ -468,6 +481,7 @@ def test_a_name_that_does_not_resolve_is_a_dns_error(fetcher, monkeypatch):
 
     monkeypatch.setattr(netguard.socket, "getaddrinfo", no_such_name)
     exchange = fetch(fetcher, "http://no-such-host.test/")
+    assert exchange.error_code == FetchError.DNS
     assert exchange.error == "DNS lookup failed: Name or service not known"
 
 
@@ -477,6 +491,7 @@ def test_a_name_that_does_not_resolve_is_a_dns_error(fetcher, monkeypatch):
 )
 def test_bad_urls_are_errors_not_exceptions(fetcher, url):
     exchange = fetch(fetcher, url)
+    assert exchange.error_code == FetchError.INVALID_URL
     assert exchange.error.startswith("invalid URL")
     assert exchange.status == 0
 
@@ -491,7 +506,8 @@ def test_a_dns_lookup_that_does_not_answer_is_a_dns_timeout(monkeypatch):
     monkeypatch.setattr(netguard.socket, "getaddrinfo", slow_getaddrinfo)
     fetcher = Fetcher(user_agent="t", address_check=lambda ip: None, connect_timeout=0.2)
     try:
-        assert fetch(fetcher, "http://slow-dns.test/").error == "DNS lookup timed out"
+        exchange = fetch(fetcher, "http://slow-dns.test/")
+        assert (exchange.error_code, exchange.error) == (FetchError.DNS, "DNS lookup timed out")
     finally:
         answered.set()
 
@@ -554,4 +570,5 @@ def test_https_is_recorded_like_http(tls_server):
 def test_an_invalid_certificate_is_an_error_when_verified(tls_server):
     fetcher = Fetcher(user_agent="t", address_check=lambda ip: None)
     exchange = fetch(fetcher, tls_server.url("/page").replace("http://", "https://"))
+    assert exchange.error_code == FetchError.TLS
     assert exchange.error.startswith("TLS error: certificate verify failed")

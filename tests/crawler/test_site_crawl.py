@@ -21,6 +21,7 @@ from harvest.crawler import warc
 from harvest.crawler.engine import CrawlEngine
 from harvest.crawler.fetch import Fetcher
 from harvest.crawler.frontier import Candidate, Frontier
+from harvest.crawler.outcomes import CrawlError
 from harvest.crawler.site import (
     BYTE_LIMIT,
     COMPLETED,
@@ -221,13 +222,27 @@ def test_warc_records_match_what_was_served_and_pass_warcio_check(site, tmp_path
             assert responses[fields[3]]["status"] == int(fields[1])
 
 
+def test_a_site_without_a_valid_seed_says_so_with_a_code():
+    settings = SiteSettings(seeds=["ftp://example.org/", "not a url"])
+    with Fetcher(user_agent="t").session() as session:
+        site_crawl = SiteCrawl(settings, session=session)
+        assert site_crawl.step() is None
+    assert (site_crawl.error_code, site_crawl.error) == (CrawlError.NO_VALID_SEED, "No valid seed URL.")
+    assert site_crawl.report()["error_code"] == "no-valid-seed"
+
+
 def test_the_address_guard_refuses_the_seed_and_the_site_fails_saying_why(site, tmp_path):
     before = len(site.requests)
     result = crawl(tmp_path, [site.url("/site/")], policy=AddressPolicy().refusal)
     assert result.crawl.stop_reason == FAILED
     assert result.crawl.urls_done == 0
+    assert result.crawl.error_code == CrawlError.NO_SEED_FETCHED
+    assert result.crawl.report()["error_code"] == "no-seed-fetched"
     assert "seed" in result.crawl.error.lower()
-    assert all(int(fields[1]) < 0 for fields in result.lines)
+    assert all(int(fields[1]) == -7 for fields in result.lines)
+    # The code for machines, then the words for people.
+    notes = [fields[10] for fields in result.lines]
+    assert all("error:refused:address_refused:_127.0.0.1_is_a_loopback" in note for note in notes)
     assert len(site.requests) == before  # not a single request reached the site
 
 
@@ -247,7 +262,7 @@ def test_the_address_guard_checks_every_connection_requisites_included(tmp_path)
             tmp_path, [two_hosts.url("/site/")], policy=AddressPolicy.allowing(["127.0.0.1/32"]).refusal
         )
         refused = [fields for fields in result.lines if fields[3].startswith(two_hosts.host_url(1))]
-        assert refused and all(fields[1] == "-7" for fields in refused)
+        assert refused and all(fields[1] == "-7" and "error:refused:" in fields[10] for fields in refused)
         assert not [request for request in two_hosts.requests if request.host_index == 1]
         assert result.crawl.urls_done > 10  # the site itself was crawled
 

@@ -18,7 +18,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 from warcio.archiveiterator import ArchiveIterator
 
-from harvest.choices import JobStatus, SiteState, StopReason
+from harvest.choices import SITE_CRAWL_TRANSITIONS, JobStatus, SiteState, StopReason
 from harvest.crawler.crawllog import search
 from harvest.models import ExternalLink, HarvestInfo
 from harvest.selectors import crawl_log_path
@@ -121,6 +121,21 @@ def test_a_site_crawl_delivered_again_after_it_ended_does_nothing(site):
 
 
 @pytest.mark.django_db
+def test_a_site_crawl_that_ended_does_not_start_again_even_redelivered():
+    job = job_for_sites([("127.0.0.1", "http://127.0.0.1/"), ("127.0.0.3", "http://127.0.0.3/")])
+    assert end(job, "127.0.0.1") is False  # the other site is still queued: the job goes on
+    entry = job.configurations.get(domain__name="127.0.0.1")
+    assert site_crawl_begin(entry_id=entry.pk, worker="worker-2", redelivered=True) is None
+    entry.refresh_from_db()
+    assert (entry.state, entry.attempts, entry.worker) == (SiteState.ENDED, 1, "worker-1")
+    with pytest.raises(ValidationError, match="A site crawl that is ended cannot become running") as excinfo:
+        SITE_CRAWL_TRANSITIONS.apply(entry, SiteState.RUNNING)  # what the service asks its table
+    assert excinfo.value.code == "illegal_transition" and entry.state == SiteState.ENDED
+    job.refresh_from_db()
+    assert job.status == JobStatus.STARTED
+
+
+@pytest.mark.django_db
 def test_limits_give_the_configuration_stop_reason(site):
     job = job_for_sites([("127.0.0.1", site.url("/site/"))])
     entry = job.configurations.get()
@@ -194,16 +209,20 @@ def test_the_watchdog_fails_a_job_whose_queue_is_dead_and_the_job_can_be_resubmi
 
 
 @pytest.mark.django_db
-def test_a_job_is_dispatched_once(site, monkeypatch):
+def test_a_job_is_dispatched_once(site, monkeypatch, django_capture_on_commit_callbacks):
     sent = []
     monkeypatch.setattr(
-        "harvest.services.crawls.send_site_crawls", lambda ids, queue: sent.append((ids, queue))
+        "harvest.tasks.crawl_site.apply_async", lambda args, kwargs, queue: sent.append((args, queue))
     )
     job = job_for_sites([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
-    assert job_dispatch(job_id=job.pk) == 2
-    assert job_dispatch(job_id=job.pk) == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert job_dispatch(job_id=job.pk) == 2
+    with django_capture_on_commit_callbacks(execute=True):
+        assert job_dispatch(job_id=job.pk) == 0
     job.refresh_from_db()
     assert job.dispatched_at is not None
+    entries = sorted(job.configurations.values_list("pk", flat=True))
+    assert sorted(sent) == [((pk,), job.queue) for pk in entries]
 
 
 @pytest.mark.django_db

@@ -330,8 +330,11 @@ def test_job_transitions_are_checked(snapshot, domains):
 
     job = launch(snapshot).jobs.get()
     assert job.status == JobStatus.SUBMITTED
-    with pytest.raises(ValidationError, match="cannot become done"):
+    with pytest.raises(ValidationError, match="A job that is submitted cannot become done") as excinfo:
         job_transition(job=job, status=JobStatus.DONE)
+    assert excinfo.value.code == "illegal_transition"
+    job.refresh_from_db()
+    assert (job.status, job.ended_at) == (JobStatus.SUBMITTED, None)
     job = job_transition(job=job, status=JobStatus.STARTED)
     job = job_transition(job=job, status=JobStatus.FAILED, error="worker lost")
     assert job.errors == "worker lost" and job.ended_at

@@ -19,13 +19,14 @@ from django.utils import timezone
 
 from harvest import monitoring
 from harvest.choices import JobStatus, StopReason
-from harvest.crawler.crawllog import NO_ANSWER, log_line
-from harvest.crawler.fetch import describe_error
+from harvest.crawler.crawllog import ERROR_STATUS, NO_ANSWER, error_annotation, log_line
+from harvest.crawler.fetch import classify_error
+from harvest.crawler.outcomes import FetchError
 from harvest.crawler.site import SiteCrawl
 from harvest.models import Job, JobConfiguration
 from harvest.services.crawls import job_stop, jobs_fail_stalled, site_crawl_begin
 from harvest.worker import run_site_crawl
-from storage.services.replication import node_create
+from storage.services.nodes import node_create
 from tests.crawl_worker import BROKER_URL, _reset_pools, wait_for
 from tests.harvest.crawljobs import job_for_sites
 from tests.harvest.sitecrawls import end
@@ -198,24 +199,31 @@ def test_an_operator_stop_and_a_time_limit_are_explained_but_not_as_errors():
 
 
 @pytest.mark.django_db
-def test_a_dns_failure_from_the_crawl_log_line_the_crawler_writes():
-    job = job_for_sites([("no-such-name-4b1c.fr", "http://no-such-name-4b1c.fr/")])
-    end(job, "no-such-name-4b1c.fr", "failed", errors=1, error="No seed could be fetched.")
-    entry = job.configurations.get()
-    reason = describe_error(socket.gaierror(socket.EAI_NONAME, "Name or service not known"))
-    line = log_line(
+def seed_line(site: str, status: int, annotation: str) -> str:
+    """The crawl log line of a seed of ``site`` that got no answer."""
+    return log_line(
         when=timezone.now(),
-        status=NO_ANSWER["dns"],
+        status=status,
         size=0,
-        url="http://no-such-name-4b1c.fr/",
+        url=f"http://{site}/",
         hop_path="",
         via="",
         mime="",
         duration=0.0,
         digest="",
-        site="no-such-name-4b1c.fr",
-        annotations=["error:" + reason.replace(" ", "_")],
+        site=site,
+        annotations=[annotation],
     )
+
+
+@pytest.mark.django_db
+def test_a_dns_failure_from_the_crawl_log_line_the_crawler_writes():
+    job = job_for_sites([("no-such-name-4b1c.fr", "http://no-such-name-4b1c.fr/")])
+    end(job, "no-such-name-4b1c.fr", "failed", errors=1, error="No seed could be fetched.")
+    entry = job.configurations.get()
+    code, reason = classify_error(socket.gaierror(socket.EAI_NONAME, "Name or service not known"))
+    assert code == FetchError.DNS
+    line = seed_line("no-such-name-4b1c.fr", ERROR_STATUS[code], error_annotation(code, reason))
     explanation = monitoring.explain_site_failure(entry, [line])
     assert explanation.cause == "dns"
     assert "Name or service not known" in explanation.detail
@@ -223,6 +231,43 @@ def test_a_dns_failure_from_the_crawl_log_line_the_crawler_writes():
     fallback = monitoring.explain_site_failure(entry, [])
     assert fallback.cause == "no-seed"
     assert "No seed could be fetched." in fallback.detail
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("status", "annotation", "cause"),
+    [
+        # Written before the codes: the status says what it can, the words are only shown.
+        (NO_ANSWER["dns"], "error:DNS_lookup_failed:_Name_or_service_not_known", "dns"),
+        (NO_ANSWER["refused"], "error:address_refused:_127.0.0.1_is_a_loopback_address", "address-refused"),
+        (NO_ANSWER["timeout"], "error:connection_timed_out", "timeout"),
+        (NO_ANSWER["connect"], "error:connection_refused", "connection"),
+        (NO_ANSWER["broken"], "error:TLS_error:_wrong_version_number", "connection"),
+        # The code decides, not the words (which are the workers' and may change).
+        (NO_ANSWER["connect"], "error:connection-refused:connexion_refusée", "connection-refused"),
+        (NO_ANSWER["broken"], "error:tls:échec_de_la_poignée_de_main", "tls"),
+        (NO_ANSWER["broken"], "error:reset:address_refused_dns_timed_out", "connection"),
+    ],
+)
+def test_old_and_new_crawl_log_lines(status, annotation, cause):
+    job = job_for_sites([("old-log.fr", "http://old-log.fr/")])
+    end(job, "old-log.fr", "failed", errors=1, error="No seed could be fetched.")
+    explanation = monitoring.explain_site_failure(
+        job.configurations.get(), [seed_line("old-log.fr", status, annotation)]
+    )
+    assert explanation.cause == cause
+    assert annotation.split(":")[-1].replace("_", " ") in explanation.detail
+
+
+@pytest.mark.django_db
+def test_a_seed_fetch_cut_by_the_time_limit_is_the_time_limit_not_a_network_failure():
+    job = job_for_sites([("slow.fr", "http://slow.fr/")])
+    end(job, "slow.fr", "time-limit", errors=1)
+    line = seed_line(
+        "slow.fr", ERROR_STATUS[FetchError.INTERRUPTED], error_annotation(FetchError.INTERRUPTED, "deadline")
+    )
+    explanation = monitoring.explain_site_failure(job.configurations.get(), [line])
+    assert (explanation.cause, explanation.severity) == ("time-limit", monitoring.WARNING)
 
 
 @pytest.mark.django_db

@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db.models import F
 from django.urls import NoReverseMatch, resolve, reverse
 from django.utils import timezone
 
@@ -26,6 +27,7 @@ from tests.access import user_for
 from tests.factories import UserFactory
 from tests.webarchive.test_url_access import url_names
 from webarchive.permissions import Role
+from webarchive.versioning import version_field
 
 pytestmark = pytest.mark.django_db
 
@@ -186,7 +188,7 @@ def test_find_domains_by_name_comment_trap_active_and_alias(as_curator, make_dom
     def names(**query):
         response = as_curator.get(url, query)
         assert response.status_code == 200
-        return [row[0].name for row in response.context["rows"]]
+        return [row.obj.name for row in response.context["table"].rows]
 
     assert names() == ["closed.fr", "example.org", "news-example.fr", "shop.co.uk"]
     assert names(q="example") == ["example.org", "news-example.fr"]
@@ -215,7 +217,7 @@ def test_a_wildcard_search_takes_time_in_proportion_to_the_name(as_curator, make
     def names(q):
         response = as_curator.get(url, {"q": q})
         assert response.status_code == 200
-        return [row[0].name for row in response.context["rows"]]
+        return [row.obj.name for row in response.context["table"].rows]
 
     assert names("*a" * 13 + "*b") == []
     assert names("*a" * 13 + "*.fr") == ["a" * 60 + ".fr"]
@@ -228,7 +230,8 @@ def test_the_domain_list_is_paginated(as_curator, db):
     domains_create_bulk(names=[f"site{n:03}.fr" for n in range(120)])
     response = as_curator.get(reverse("harvest:domain_list"), {"q": "site", "page": 3})
     assert response.context["paginator"].count == 120
-    assert [row[0].name for row in response.context["rows"]] == [f"site{n:03}.fr" for n in range(100, 120)]
+    shown = [row.obj.name for row in response.context["table"].rows]
+    assert shown == [f"site{n:03}.fr" for n in range(100, 120)]
     assert "120 results" in page_text(response)
 
 
@@ -1157,8 +1160,11 @@ def test_the_template_page_groups_every_setting_and_counts_its_configurations(as
     assert "1 configuration" in page
     assert f"{reverse('harvest:configuration_bulk_limits')}?template={template.pk}" in page
     listing = as_curator.get(reverse("harvest:template_list"), {"name": "test-"})
-    assert [row[0] for row in listing.context["rows"]] == [template]
-    assert listing.context["rows"][0][0].configuration_count == 1
+    assert [row.obj for row in listing.context["table"].rows] == [template]
+    assert listing.context["table"].rows[0].obj.configuration_count == 1
+    # The count links to the bulk change of budget of those configurations.
+    link = f'href="{reverse("harvest:configuration_bulk_limits")}?template={template.pk}">1</a>'
+    assert link in listing.content.decode()
 
 
 # Global crawler traps -------------------------------------------------------------------------
@@ -1178,7 +1184,8 @@ def test_create_and_edit_a_trap_list(as_curator, curator):
     trap_list = GlobalCrawlerTrapList.objects.get()
     assert response.redirect_chain == [(trap_list.get_absolute_url(), 302)]
     assert "The trap list Sessions was created." in page_text(response)
-    response = as_curator.post(
+    response = post_edit(
+        as_curator,
         reverse("harvest:trap_list_edit", args=[trap_list.pk]),
         {"name": "Sessions", "description": "", "traps": ";jsessionid=\n/sid/[0-9a-f]+/"},
         follow=True,
@@ -1187,7 +1194,7 @@ def test_create_and_edit_a_trap_list(as_curator, curator):
     assert (trap_list.is_active, trap_list.trap_list) == (False, [";jsessionid=", "/sid/[0-9a-f]+/"])
     assert "2 traps" in page_text(response) and response.context["history"][0]["user"] == curator
     listing = as_curator.get(reverse("harvest:trap_list_list"), {"is_active": "false"})
-    assert [row[0] for row in listing.context["rows"]] == [trap_list]
+    assert [row.obj for row in listing.context["table"].rows] == [trap_list]
 
 
 @pytest.mark.parametrize(
@@ -1255,9 +1262,8 @@ def test_an_edit_never_overwrites_a_change_made_since_the_form_was_shown(as_cura
     }[kind]
     seen = as_curator.get(url).context["form"]["seen"].value()
     # Someone else saves in the meantime.
-    type(obj).objects.filter(pk=obj.pk).update(
-        **{field: "theirs"}, updated_at=timezone.now() + timedelta(seconds=1)
-    )
+    counter = version_field(type(obj))  # their save raises the version, as every save does
+    type(obj).objects.filter(pk=obj.pk).update(**{field: "theirs", counter: F(counter) + 1})
     response = as_curator.post(url, {**data, "seen": seen})
     assert response.status_code == 200
     assert "Someone else changed this" in page_text(response)

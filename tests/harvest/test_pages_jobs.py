@@ -22,16 +22,14 @@ from harvest.choices import JobStatus, SiteState, StopReason
 from harvest.crawler.crawllog import CrawlLog, log_line
 from harvest.models import HarvestInfo
 from harvest.selectors import crawl_log_path
-from harvest.services.crawls import (
-    site_crawl_progress,
-    warc_file_register,
-)
+from harvest.services.crawls import site_crawl_progress
 from harvest.services.jobs import job_transition
 from harvest.services.planning import (
     definition_configurations_change,
     definition_save,
 )
 from storage.models import WarcFile
+from storage.services.indexing import warc_file_register
 from tests.harvest.sitecrawls import DOMAINS, end, entry_of, launch, progress, run
 from webarchive.permissions import Role
 

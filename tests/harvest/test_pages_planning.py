@@ -10,6 +10,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.db.models import F
 from django.urls import reverse
 from django.utils import timezone
 
@@ -77,8 +78,8 @@ def page_text(response) -> str:
     return text.replace("&#x27;", "'").replace("&quot;", '"').replace("&amp;", "&")
 
 
-def seen(client, url: str) -> str:
-    """The version token an edit form carries (the object's ``updated_at`` when the form was shown)."""
+def seen(client, url: str) -> int:
+    """The version of the object the edit form showed (its hidden ``seen``), which the form sends back."""
     return client.get(url).context["form"]["seen"].value()
 
 
@@ -463,8 +464,9 @@ def test_an_edit_does_not_overwrite_a_change_made_since_the_form_was_shown(as_cu
     response = as_curator.post(url, data)
     assert response.status_code == 200
     assert response.context["form"].non_field_errors() == [
-        "Someone else changed this harvest definition since you opened this page: nothing was saved. "
-        "Reload the page to see their changes, then make yours again."
+        "Someone else changed this harvest definition while you were editing it: comments changed to "
+        "“Changed by a colleague meanwhile.” by someone. Your changes were not saved; reload the harvest "
+        "definition and make them again."
     ]
     selective.refresh_from_db()
     assert (selective.name, selective.comments) == ("selective-test", "Changed by a colleague meanwhile.")
@@ -478,11 +480,12 @@ def test_an_edit_does_not_overwrite_a_change_made_since_the_form_was_shown(as_cu
 def test_a_schedule_edit_does_not_overwrite_a_change_made_since_the_form_was_shown(as_curator, schedule):
     url = reverse("harvest:schedule_edit", args=[schedule.pk])
     token = seen(as_curator, url)
-    Schedule.objects.filter(pk=schedule.pk).update(at_hour=4, updated_at=timezone.now())
+    # Someone else saves in the meantime: their save raises the version, as every save does.
+    Schedule.objects.filter(pk=schedule.pk).update(at_hour=4, version=F("version") + 1)
     response = as_curator.post(url, schedule_data(name=schedule.name, at_hour="6", seen=token))
-    assert "Someone else changed this schedule since you opened this page" in page_text(response)
+    assert "Someone else changed this schedule while you were editing it" in page_text(response)
     schedule.refresh_from_db()
-    assert schedule.at_hour == 4
+    assert (schedule.at_hour, schedule.version) == (4, token + 1)
 
 
 def test_deactivating_and_activating_a_definition(as_curator, selective):
@@ -633,11 +636,16 @@ def test_a_curator_creates_a_default_channel_and_edits_it(as_curator, channels):
     assert urgent.is_default and not urgent.is_snapshot
     assert not HarvestChannel.objects.get(name="Selective").is_default  # the default moved
 
-    data.update(queue="crawl-low", comments="For emergencies.")
-    response = as_curator.post(reverse("harvest:channel_edit", args=[urgent.pk]), data)
+    url = reverse("harvest:channel_edit", args=[urgent.pk])
+    data.update(queue="crawl-low", comments="For emergencies.", seen=seen(as_curator, url))
+    response = as_curator.post(url, data)
     assert response.status_code == 302
     urgent.refresh_from_db()
     assert (urgent.queue, urgent.comments) == ("crawl-low", "For emergencies.")
+    # A channel has no page of its own: its name in the list opens its edit form.
+    listing = as_curator.get(reverse("harvest:channel_list"))
+    assert f'<a href="{url}">Urgent</a>' in listing.content.decode()
+    assert "For emergencies." in page_text(listing)
 
 
 @pytest.mark.parametrize(

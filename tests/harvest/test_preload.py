@@ -20,11 +20,12 @@ from django.utils import timezone
 from harvest.choices import HarvestKind
 from harvest.models import Domain, Job, PreloadDomain, PreloadRun, SeedList
 from harvest.preload.sources import normalise_entry
-from harvest.services import preload as preload_service
 from harvest.services.domains import domain_create
 from harvest.services.launcher import launch_due
 from harvest.services.planning import definition_run_now, definition_save
 from harvest.services.preload import SourceSpec, preload_create, preload_run
+from harvest.services.preload import load as preload_load
+from harvest.services.preload import progress as preload_progress
 from selection.choices import RecordStatus
 from tests.factories import RecordFactory
 from webarchive.permissions import Role
@@ -37,7 +38,7 @@ class Killed(BaseException):
 def kill_in_stage(monkeypatch, stage: str, after: int):
     """Make the run die as a killed worker would, at the ``after``-th progress report of ``stage``;
     returns the real progress function (to put back before resuming)."""
-    real_advance, calls = preload_service._advance, []
+    real_advance, calls = preload_progress.advance, []
 
     def advance(run, done, progress, **kwargs):
         real_advance(run, done, progress, **kwargs)
@@ -46,7 +47,7 @@ def kill_in_stage(monkeypatch, stage: str, after: int):
             if len(calls) == after:
                 raise Killed
 
-    monkeypatch.setattr(preload_service, "_advance", advance)
+    monkeypatch.setattr(preload_progress, "advance", advance)
     return real_advance
 
 
@@ -112,7 +113,7 @@ def test_bad_lines_say_why(line, reason):
 def all_loaded(run: PreloadRun) -> bool:
     """Whether the run's load marked the ranges of all its domains loaded."""
     ranges = {
-        pk // preload_service.LOAD_BATCH
+        pk // preload_load.LOAD_BATCH
         for pk in PreloadDomain.objects.filter(run=run).values_list("pk", flat=True)
     }
     return bool(ranges) and ranges <= set(run.loaded_batches)
@@ -216,8 +217,8 @@ def test_the_snapshot_takes_the_loaded_domains(snapshot, lists):
     ],
 )
 def test_a_run_killed_in_a_stage_resumes_to_the_same_result(snapshot, lists, monkeypatch, stage, after):
-    monkeypatch.setattr(preload_service, "BATCH", 2)
-    monkeypatch.setattr(preload_service, "LOAD_BATCH", 2)
+    monkeypatch.setattr(preload_progress, "BATCH", 2)
+    monkeypatch.setattr(preload_load, "LOAD_BATCH", 2)
     domain_create(name="gamma.fr")
     options = {"sources": specs(lists), "check_dns": False, "find_redirects": False}
 
@@ -234,7 +235,7 @@ def test_a_run_killed_in_a_stage_resumes_to_the_same_result(snapshot, lists, mon
     run.refresh_from_db()
     assert run.state == PreloadRun.State.RUNNING and run.stage == stage  # as a killed worker leaves it
 
-    monkeypatch.setattr(preload_service, "_advance", real_advance)
+    monkeypatch.setattr(preload_progress, "advance", real_advance)
     run = preload_run(run.pk)
     got = fingerprint(run)
     assert got == expected

@@ -13,11 +13,11 @@ from django.utils import timezone
 
 from harvest.choices import HarvestKind
 from harvest.models import Domain, Job, PreloadDomain, PreloadRun
-from harvest.services import preload as preload_service
 from harvest.services.domains import domain_create, domain_update
 from harvest.services.launcher import launch_due
 from harvest.services.planning import definition_run_now, definition_save
 from harvest.services.preload import SourceSpec, preload_create, preload_run
+from harvest.services.preload import progress as preload_progress
 from tests.dns_server import dns_server
 from tests.harvest.test_preload import all_loaded
 from webarchive import netguard
@@ -159,7 +159,7 @@ def test_a_run_killed_while_checking_resumes_to_the_same_result(
 ):
     settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES = True
     settings.PRELOAD_REDIRECT_URL = f"http://{{host}}:{site.port}/"
-    monkeypatch.setattr(preload_service, "BATCH", 20)  # the redirect stage takes a tenth: 2 per batch
+    monkeypatch.setattr(preload_progress, "BATCH", 20)  # the redirect stage takes a tenth: 2 per batch
     path = write(
         tmp_path, "list.txt", "old-paper.fr", "moved.fr", "same.fr", "plain.fr", "x.fr", "y.fr", "z.fr"
     )
@@ -188,19 +188,19 @@ def test_a_run_killed_while_checking_resumes_to_the_same_result(
         transaction.savepoint_rollback(savepoint)
         assert expected[0] == PreloadRun.State.DONE
 
-        monkeypatch.setattr(preload_service, "BATCH", 3 if stage == PreloadRun.Stage.DNS else 20)
+        monkeypatch.setattr(preload_progress, "BATCH", 3 if stage == PreloadRun.Stage.DNS else 20)
         run = preload_create(**options)
-        real_advance = preload_service._advance
+        real_advance = preload_progress.advance
 
         def advance(run, done, progress, **kwargs):
             real_advance(run, done, progress, **kwargs)
             if run.stage == stage:
                 raise Killed
 
-        monkeypatch.setattr(preload_service, "_advance", advance)
+        monkeypatch.setattr(preload_progress, "advance", advance)
         with pytest.raises(Killed):
             preload_run(run.pk)
-        monkeypatch.setattr(preload_service, "_advance", real_advance)
+        monkeypatch.setattr(preload_progress, "advance", real_advance)
         run.refresh_from_db()
         assert run.stage == stage and run.state == PreloadRun.State.RUNNING
         assert final(preload_run(run.pk)) == expected

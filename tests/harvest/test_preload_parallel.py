@@ -13,9 +13,11 @@ from harvest.defaults import planning_defaults_ensure
 from harvest.models import Domain, DomainConfiguration, PreloadDomain, PreloadRun, SeedList
 from harvest.preload.normaliser import PartsReader, copy_text, cut, rows_from_copy_text
 from harvest.preload.sources import Tally, file_lines, normalised
-from harvest.services import preload as preload_service
 from harvest.services.planning import definition_save
 from harvest.services.preload import SourceSpec, preload_create, preload_run
+from harvest.services.preload import ingest as preload_ingest
+from harvest.services.preload import load as preload_load
+from harvest.services.preload import progress as preload_progress
 from tests.harvest.test_preload import Killed, fingerprint, kill_in_stage, specs
 
 # A list with what real lists hold: a byte-order mark, comments, blank lines, Windows line ends,
@@ -121,7 +123,7 @@ def test_a_run_reading_its_lists_in_parts_ends_as_one_reading_them_whole(db, tmp
 
     settings.PRELOAD_PROCESSES, settings.PRELOAD_PARALLEL_BYTES = 3, 0
     run = preload_create(harvest_definition=snapshot, **options)
-    assert [preload_service._read_in_parts(source) for source in run.sources.order_by("pk")] == [
+    assert [preload_ingest._read_in_parts(source) for source in run.sources.order_by("pk")] == [
         True,
         False,  # a CSV column is read whole
         True,
@@ -168,7 +170,7 @@ def test_ranges_loaded_on_several_connections_give_every_domain_once(
     _postgresql_only()
     planning_defaults_ensure(apps)  # an earlier transactional test may have flushed them
     settings.PRELOAD_CONNECTIONS = 3
-    monkeypatch.setattr(preload_service, "LOAD_BATCH", 4)
+    monkeypatch.setattr(preload_load, "LOAD_BATCH", 4)
     names = [f"site-{number:02d}.fr" for number in range(30)]
     path = tmp_path / "list.txt"
     path.write_text("\n".join(names) + "\n")
@@ -194,7 +196,7 @@ def test_ranges_loaded_on_several_connections_give_every_domain_once(
             for pk in PreloadDomain.objects.filter(run=run).values_list("pk", flat=True)
             if pk // 4 in run.loaded_batches
         )
-        monkeypatch.setattr(preload_service, "_advance", real_advance)
+        monkeypatch.setattr(preload_progress, "advance", real_advance)
 
     run = preload_run(run.pk)
 

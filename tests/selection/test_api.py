@@ -58,8 +58,13 @@ def test_an_update_needs_the_version_and_refuses_a_stale_one(client, librarian, 
     assert response.status_code == 200, response.json()
     assert response.json()["version"] == 2
     response = client.patch(url, {"content_notes": "second", "version": 1}, content_type="application/json")
-    assert response.status_code == 400
-    assert "Someone else changed this record" in response.json()["non_field_errors"][0]
+    assert response.status_code == 409
+    body = response.json()
+    assert "Someone else changed this record" in body["detail"]
+    assert body["version"] == 2
+    assert [(c["field"], c["new"], c["user"]) for c in body["changes"]] == [
+        ("content_notes", "first", librarian.username)
+    ]
     assert Record.objects.get(pk=record.pk).content_notes == "first"
 
 

@@ -1,11 +1,13 @@
 """Collections through the pages and the REST API, with their audit trail."""
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from selection.models import Collection
 from selection.services import collection_update
 from tests.factories import CollectionFactory, UserFactory
+from tests.harvest.test_pages_versions import browser_data, hidden_inputs
 from webarchive.permissions import Role
 
 pytestmark = pytest.mark.django_db
@@ -70,10 +72,11 @@ def test_update_records_who_changed_what_and_shows_it_on_the_page(curator_client
     collection = CollectionFactory(name="News", description="Old text")
     response = curator_client.patch(
         reverse("api:collection-detail", kwargs={"pk": collection.pk}),
-        {"description": "New text", "is_active": False},
+        {"description": "New text", "is_active": False, "version": 1},
         content_type="application/json",
     )
     assert response.status_code == 200, response.json()
+    assert response.json()["version"] == 2
     page = curator_client.get(reverse("selection:collection_detail", kwargs={"pk": collection.pk}))
     history = page.content.decode().split('id="history"')[1]
     assert "camille" in history
@@ -97,7 +100,7 @@ def test_list_filters_by_member_and_search(client):
     client.force_login(me)
     url = reverse("selection:collection_list")
     assert_names = lambda query, names: (  # noqa: E731
-        [obj.name for obj, _ in client.get(url + query).context["rows"]] == names
+        [obj.name for obj in client.get(url + query).context["object_list"]] == names
     )
     assert assert_names("", ["Mine", "Theirs"])
     assert assert_names("?member=me", ["Mine"])
@@ -118,5 +121,45 @@ def test_the_active_filter_reads_any_yes_no(client):
     CollectionFactory(name="Closed", is_active=False)
     client.force_login(UserFactory(roles=[Role.LIBRARIAN]))
     page = client.get(reverse("selection:collection_list") + "?is_active=false")
-    assert [obj.name for obj, _ in page.context["rows"]] == ["Closed"]
+    assert [obj.name for obj in page.context["object_list"]] == ["Closed"]
     assert '<option value="">any</option>' in page.content.decode()
+
+
+def test_the_edit_page_saves_over_the_version_it_showed(curator_client):
+    """The page sends back the version written in its HTML; a collection saved since is not overwritten."""
+    collection = CollectionFactory(name="News", description="Old text")
+    url = reverse("selection:collection_edit", kwargs={"pk": collection.pk})
+    page = curator_client.get(url)
+    data = browser_data(page)
+    assert hidden_inputs(page) == {"seen": "1"}
+
+    response = curator_client.post(url, {**data, "description": "Mine"})
+    assert response.status_code == 302, response.context["form"].errors
+    collection.refresh_from_db()
+    assert (collection.description, collection.version) == ("Mine", 2)
+
+    # Another curator saves in the meantime: the page shown before is refused, nothing is written.
+    page = curator_client.get(url)
+    collection_update(
+        collection=collection,
+        user=UserFactory(username="claire", roles=[Role.CURATOR]),
+        expected_version=2,
+        description="Theirs",
+    )
+    response = curator_client.post(url, {**browser_data(page), "description": "Mine again"})
+    assert response.status_code == 200
+    assert response.context["form"].non_field_errors() == [
+        "Someone else changed this collection while you were editing it: description changed to "
+        "“Theirs” by claire. Your changes were not saved; reload the collection and make them again."
+    ]
+    collection.refresh_from_db()
+    assert (collection.description, collection.version) == ("Theirs", 3)
+
+
+def test_a_collection_is_changed_only_by_curators_whatever_the_caller():
+    librarian = UserFactory(roles=[Role.LIBRARIAN])
+    collection = CollectionFactory(name="News", description="Old text", members=[librarian])
+    with pytest.raises(PermissionDenied):
+        collection_update(collection=collection, user=librarian, expected_version=1, description="Mine")
+    collection.refresh_from_db()
+    assert (collection.description, collection.version) == ("Old text", 1)

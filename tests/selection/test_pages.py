@@ -263,9 +263,9 @@ def test_the_site_needs_a_browser_is_edited_shown_filtered_and_bulk_edited(
     assert edit.context["form"]["needs_browser"].value() is True
 
     listed = client.get(reverse("selection:record_list"), {"needs_browser": "true"})
-    assert [row[0] for row in listed.context["rows"]] == [record]
+    assert list(listed.context["object_list"]) == [record]
     listed = client.get(reverse("selection:record_list"), {"needs_browser": "false"})
-    assert [row[0] for row in listed.context["rows"]] == [other]
+    assert list(listed.context["object_list"]) == [other]
 
     url = reverse("selection:record_bulk_edit")
     done = client.post(
@@ -289,7 +289,7 @@ def test_the_validation_queue_validates_and_rejects_in_bulk(client, curator, col
     first, second = (RecordFactory(collection=collection, theme=theme) for _ in range(2))
     client.force_login(curator)
     queue = client.get(reverse("selection:validation_queue"))
-    assert {obj.pk for obj, _values in queue.context["rows"]} == {first.pk, second.pk}
+    assert {obj.pk for obj in queue.context["object_list"]} == {first.pk, second.pk}
     decide = reverse("selection:validation_decide")
     response = client.post(decide, {"records": [first.pk, second.pk], "decision": "rejected"}, follow=True)
     assert "Nothing was changed." in response.content.decode()
@@ -298,7 +298,7 @@ def test_the_validation_queue_validates_and_rejects_in_bulk(client, curator, col
     client.post(decide, {"records": [second.pk], "decision": "rejected", "reason": "Out of scope"})
     assert Record.objects.get(pk=first.pk).status == RecordStatus.VALIDATED
     assert Record.objects.get(pk=second.pk).status_reason == "Out of scope"
-    assert not client.get(reverse("selection:validation_queue")).context["rows"]
+    assert not client.get(reverse("selection:validation_queue")).context["object_list"]
 
 
 def test_a_curator_edits_the_compatibility_matrix(client, curator, librarian):
@@ -389,6 +389,42 @@ def test_manager_reads_but_cannot_write(client, collection, theme):
     assert client.get(reverse("selection:record_edit", kwargs={"pk": record.pk})).status_code == 403
     assert client.get(reverse("selection:record_propose")).status_code == 403
     assert client.post(reverse("selection:record_bulk_edit"), {"scope": "all"}).status_code == 403
+
+
+def test_the_pages_offer_only_what_the_role_permits(client, librarian, curator, collection, theme):
+    record = RecordFactory(collection=collection, theme=theme)
+    elsewhere = CollectionFactory(name="Sport")
+    manager = UserFactory(roles=[Role.MANAGER])
+    records, collections = reverse("selection:record_list"), reverse("selection:collection_list")
+
+    def page(user, url):
+        client.force_login(user)
+        return client.get(url).content.decode()
+
+    # A manager reads: no checkbox column, no bulk edit, no proposal, import, edit nor status form.
+    html = page(manager, records)
+    assert 'id="records"' in html and record.url in html
+    assert 'name="records"' not in html and "Edit the selected records" not in html
+    assert "Propose a URL" not in html and "Import CSV" not in html
+    assert "New collection" not in page(manager, collections)
+    html = page(manager, record.get_absolute_url())
+    assert "Transfer to another collection" not in html and 'id="status-form"' not in html
+    # A librarian ticks records and proposes, in the collections they are a member of.
+    html = page(librarian, records)
+    assert f'name="records" value="{record.pk}"' in html and "Edit the selected records" in html
+    assert "Propose a URL" in html and "Import CSV" in html
+    assert "New collection" not in page(librarian, collections)
+    html = page(librarian, record.get_absolute_url())
+    assert "Transfer to another collection" in html and 'id="status-form"' not in html
+    assert "Propose a URL" in page(librarian, collection.get_absolute_url())
+    html = page(librarian, elsewhere.get_absolute_url())
+    assert "Propose a URL" not in html and 'placeholder="New theme"' not in html
+    # A curator also creates collections and themes, edits them and sets a record's status.
+    assert "New collection" in page(curator, collections)
+    html = page(curator, elsewhere.get_absolute_url())
+    assert "Propose a URL" in html and 'placeholder="New theme"' in html
+    assert reverse("selection:collection_edit", kwargs={"pk": elsewhere.pk}) in html
+    assert 'id="status-form"' in page(curator, record.get_absolute_url())
 
 
 def test_lists_count_their_results_and_dates_are_in_local_time(

@@ -318,8 +318,12 @@ def test_rejecting_needs_a_reason(librarian, curator, collection, theme):
 
 def test_a_status_cannot_be_set_to_itself(librarian, curator, collection, theme):
     record = propose(librarian, collection, theme)
-    with pytest.raises(ValidationError, match="cannot go from “Proposed” to “Proposed”"):
+    with pytest.raises(ValidationError) as excinfo:
         services.record_set_status(record=record, user=curator, status=RecordStatus.PROPOSED)
+    assert field_errors(excinfo) == {"status": "A record that is proposed cannot become proposed."}
+    assert excinfo.value.error_dict["status"][0].code == "illegal_transition"
+    record.refresh_from_db()
+    assert (record.status, record.version, record.status_changed_by) == (RecordStatus.PROPOSED, 1, None)
 
 
 def test_bulk_validation_is_all_or_nothing(librarian, curator, collection, theme):

@@ -10,7 +10,7 @@ from django.conf import settings
 
 from storage.models import StorageNode, WarcFile
 from storage.services.indexing import warc_file_index
-from storage.services.replication import node_create
+from storage.services.nodes import node_create
 from tests.storage.dedup_files import write_warc
 
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from storage.models import Replica, StorageNode, WarcFile
-from storage.services.replication import node_create
+from storage.services.nodes import node_create
 from tests.access import assert_api_access
 from webarchive.permissions import Role
 

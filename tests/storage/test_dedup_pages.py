@@ -44,6 +44,9 @@ def test_engineers_find_it_under_operations(as_role):
     client = as_role(Role.ENGINEER)
     page = client.get(reverse("area", kwargs={"area": "operations"})).content.decode()
     assert reverse("storage:dedup_list") in page
+    listing = client.get(reverse("storage:dedup_list")).content.decode()
+    assert "0 runs" in listing and "No run yet." in listing
+    assert f'id="dedup-start" href="{reverse("storage:dedup_start")}"' in listing
 
 
 def test_the_start_form_refuses_paths_outside_the_allowed_directories_at_the_field(as_role, root, tmp_path):
@@ -101,6 +104,10 @@ def test_a_finished_run_shows_its_savings_and_validation_and_stops_polling(as_ro
     assert "first-dedup.warc.gz" in html  # the registered files
     listing = client.get(reverse("storage:dedup_list")).content.decode()
     assert run.get_absolute_url() in listing and "40%" in listing  # 2 duplicates of 5 records
+    row = listing[listing.index('<table class="table table-sm table-hover align-middle" id="dedup-runs">') :]
+    row = row[row.index("<tbody>") :].split("</tr>")[0]
+    assert "dedup-state-validated" in row and "command line" in row  # started without a user
+    assert f">{root / 'out'}<" in row and "1 run" in listing
 
 
 def test_stop_and_resume_buttons(as_role, root):

@@ -146,8 +146,14 @@ def test_stopping_twice_stops_at_once(root, engineer):
 def test_a_finished_run_cannot_be_resumed(root, engineer):
     run = drive(start(root, user=engineer))
     assert run.state == DedupRun.State.VALIDATED
-    with pytest.raises(ValidationError, match="cannot become"):
+    with pytest.raises(ValidationError) as excinfo:
         dedup_run_resume(run_id=run.pk, user=engineer)
+    assert excinfo.value.messages == [
+        "A deduplication run that is validated and registered cannot become queued."
+    ]
+    assert excinfo.value.code == "illegal_transition"
+    run.refresh_from_db()
+    assert run.state == DedupRun.State.VALIDATED and run.ended_at is not None
 
 
 def test_a_dry_run_reports_savings_per_mime_type_and_harvest_and_writes_nothing(root, engineer):

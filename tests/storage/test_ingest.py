@@ -14,7 +14,7 @@ from storage.models import Capture, IngestStep, Replica, StorageEvent, WarcFile
 from storage.services import ingest
 from storage.services.indexing import warc_file_index
 from storage.services.ingest import ingest_advance, ingest_pending
-from storage.services.replication import node_create
+from storage.services.nodes import node_create
 from tests.storage.dedup_files import write_warc
 from tests.storage.storage_files import flip_byte, make_nodes, replica_path, spool_warc
 
@@ -53,7 +53,7 @@ def test_a_crawled_file_goes_through_the_chain_and_leaves_the_spool(tmp_path):
     state = end_state(warc, original)
     assert state["step"] == IngestStep.CLEANED and state["error"] == ""
     assert [(name, ok, same) for name, ok, _sha, same in state["replicas"]] == [
-        ("node-a", Replica.State.OK, True),
+        ("node-a", Replica.State.OK, True),  # first by name of the equal nodes (docs/storage.md)
         ("node-c", Replica.State.OK, True),  # another room than node-a's
     ]
     assert not state["spool"] and state["temporary files"] == []
@@ -144,6 +144,8 @@ def test_killed_after_any_step_the_chain_resumes_to_the_same_end(tmp_path, monke
     state = end_state(warc, original)
 
     assert state["step"] == IngestStep.CLEANED
+    # The placement rule: node-a and node-b (room-1) are on one file system, so equal, and node-a
+    # comes first by name; the second replica goes to another room, node-c's.
     assert [(name, ok, same) for name, ok, _sha, same in state["replicas"]] == [
         ("node-a", Replica.State.OK, True),
         ("node-c", Replica.State.OK, True),

@@ -16,8 +16,9 @@ from django.urls import reverse
 
 from storage.backends import DirectoryBackend, OutsideNode
 from storage.models import Replica, StorageEvent, WarcFile
-from storage.services import replication
-from storage.services.replication import file_replicate, replica_verify
+from storage.services import placement
+from storage.services.audits import replica_verify
+from storage.services.replication import file_replicate
 from tests.storage.storage_files import make_nodes, replica_path, spool_warc
 from webarchive.permissions import Role
 
@@ -34,7 +35,7 @@ def replicated(tmp_path) -> tuple[WarcFile, Replica]:
     """A file with one good replica on one node, its spool copy gone (only the node can serve it)."""
     make_nodes(tmp_path / "nodes", "room-1")
     warc = spool_warc()
-    warc.replicas_wanted = replication.replicas_for(warc)
+    warc.replicas_wanted = placement.replicas_for(warc)
     warc.save(update_fields=["replicas_wanted"])
     file_replicate(warc.pk)
     Path(warc.path).unlink()

@@ -309,7 +309,7 @@ def test_pywb_replays_from_the_replicas_with_a_node_offline(pywb_replay, copy_wa
     """The files on two storage nodes only (their spool copies gone); one node offline: replay goes on."""
     from storage.models import IngestStep
     from storage.services.ingest import ingest_advance
-    from storage.services.replication import node_set_offline
+    from storage.services.nodes import node_set_offline
     from tests.storage.storage_files import make_nodes
 
     copies = copy_warcs()

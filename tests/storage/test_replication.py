@@ -18,20 +18,12 @@ from django.utils import timezone
 from harvest.models import CollectionMapping
 from selection.choices import Frequency
 from storage.backends import TEMP_SUFFIX
-from storage.models import Replica, StorageEvent, StorageNode, WarcFile
-from storage.services import replication
-from storage.services.replication import (
-    audit_due,
-    check_round,
-    file_replicate,
-    lost_files,
-    node_create,
-    node_drain,
-    node_set_offline,
-    node_set_online,
-    replica_verify,
-    under_replicated,
-)
+from storage.models import REPLICA_TRANSITIONS, Replica, StorageEvent, StorageNode, WarcFile
+from storage.services import nodes, placement, replication
+from storage.services.audits import audit_due, replica_verify
+from storage.services.nodes import check_round, node_create, node_drain, node_set_offline, node_set_online
+from storage.services.placement import lost_files, under_replicated
+from storage.services.replication import file_replicate
 from tests.factories import CollectionFactory, UserFactory
 from tests.harvest.crawljobs import job_for_sites
 from tests.storage.storage_files import flip_byte, make_nodes, replica_path, spool_warc
@@ -42,7 +34,7 @@ pytestmark = pytest.mark.django_db
 
 def stored(warc: WarcFile) -> WarcFile:
     """A file with its wish recorded (what the ingest chain's first step does) and replicated."""
-    warc.replicas_wanted = replication.replicas_for(warc)
+    warc.replicas_wanted = placement.replicas_for(warc)
     warc.save(update_fields=["replicas_wanted"])
     file_replicate(warc.pk)
     return warc
@@ -84,15 +76,15 @@ def test_the_replica_count_comes_from_the_harvest_definition_or_its_collections(
     warc = spool_warc()
     warc.job = job
     warc.save(update_fields=["job"])
-    assert replication.replicas_for(warc) == 2
+    assert placement.replicas_for(warc) == 2
     collection = CollectionFactory(replica_count=3)
     CollectionMapping.objects.create(
         collection=collection, frequency=Frequency.ANNUAL, harvest_definition=definition
     )
-    assert replication.replicas_for(warc) == 3
+    assert placement.replicas_for(warc) == 3
     definition.replica_count = 1
     definition.save()
-    assert replication.replicas_for(warc) == 1
+    assert placement.replicas_for(warc) == 1
     definition.replica_count = None
     definition.save()
     assert stored(warc).replicas.count() == 3  # "up to all nodes"
@@ -104,9 +96,53 @@ def test_placement_prefers_the_node_with_the_most_free_space(tmp_path):
     StorageNode.objects.filter(pk=b.pk).update(free=10**12)
     StorageNode.objects.filter(pk=c.pk).update(free=10**11)
     warc = spool_warc()
-    assert [node.name for node in replication.placement(warc, 2)] == ["node-b", "node-c"]
+    assert [node.name for node in placement.placement(warc, 2)] == ["node-b", "node-c"]
     StorageNode.objects.filter(pk=b.pk).update(free=warc.size - 1)  # no room for it there
-    assert [node.name for node in replication.placement(warc, 2)] == ["node-c", "node-a"]
+    assert [node.name for node in placement.placement(warc, 2)] == ["node-c", "node-a"]
+
+
+@pytest.mark.parametrize("added_first", ["node-a", "node-b"])
+@pytest.mark.parametrize("measured_roomier", ["node-a", "node-b"])
+def test_two_equal_nodes_always_get_a_file_in_the_same_order(tmp_path, added_first, measured_roomier):
+    """Two nodes at one location on the machine's one file system: whichever was added first, and
+    whichever the disk's free space favoured when they were measured, the name decides."""
+    added = {
+        name: node_create(name=name, location="room-1", root=str(tmp_path / name))
+        for name in sorted(["node-a", "node-b"], key=lambda name: name != added_first)
+    }
+    assert StorageNode.objects.order_by("pk").values_list("name", flat=True).first() == added_first
+    # The disk changes between two measurements (8 MiB written meanwhile, as any process may do).
+    (other,) = set(added) - {measured_roomier}
+    nodes.node_check(added[measured_roomier])
+    filler = tmp_path / "filler"
+    with filler.open("wb") as stream:
+        stream.write(os.urandom(8 << 20))
+        stream.flush()
+        os.fsync(stream.fileno())
+    nodes.node_check(added[other])
+    filler.unlink()
+    warc = spool_warc()
+    assert [node.name for node in placement.placement(warc, 1)] == ["node-a"]
+    assert [node.name for node in placement.placement(warc, 2)] == ["node-a", "node-b"]
+    assert sorted(stored(warc).replicas.values_list("node__name", flat=True)) == ["node-a", "node-b"]
+
+
+@pytest.mark.parametrize(
+    ("a_more", "expected"),
+    [
+        (0, "node-a"),
+        (placement.FREE_SPACE_MARGIN, "node-a"),  # within the margin: equal, the name decides
+        (-placement.FREE_SPACE_MARGIN, "node-a"),
+        (placement.FREE_SPACE_MARGIN + 1, "node-a"),  # beyond it: the most free space
+        (-placement.FREE_SPACE_MARGIN - 1, "node-b"),
+    ],
+)
+def test_free_space_tells_nodes_apart_only_beyond_the_margin(tmp_path, a_more, expected):
+    a, b = make_nodes(tmp_path, "room-1", "room-1")
+    base = 100 * placement.FREE_SPACE_MARGIN
+    StorageNode.objects.filter(pk=a.pk).update(free=base + a_more)
+    StorageNode.objects.filter(pk=b.pk).update(free=base)
+    assert [node.name for node in placement.placement(spool_warc(), 1)] == [expected]
 
 
 def test_a_flipped_byte_is_found_by_the_audit_and_repaired_from_the_other_replica(tmp_path):
@@ -184,7 +220,7 @@ def test_an_unreachable_node_has_its_files_replicated_elsewhere_then_is_verified
     assert warc.replicas.get(node=a).state == Replica.State.MISSING
     assert work["replicate"] == [warc.pk]
     file_replicate(warc.pk)
-    assert set(replication.good_replicas(warc).values_list("node__name", flat=True)) == {"node-b", "node-c"}
+    assert set(placement.good_replicas(warc).values_list("node__name", flat=True)) == {"node-b", "node-c"}
 
     Path(away).rename(a.root)  # back
     work = check_round()
@@ -240,9 +276,38 @@ def test_draining_a_node_moves_its_replicas_away_then_retires_it(tmp_path):
     assert a.state == StorageNode.State.RETIRED
     assert not Replica.objects.filter(node=a).exists() and not list(Path(a.root).rglob("*.warc.gz"))
     for warc in files:
-        assert replication.good_replicas(warc).filter(node__in=[b, c]).count() == 2
+        assert placement.good_replicas(warc).filter(node__in=[b, c]).count() == 2
     with pytest.raises(ValidationError):
         node_drain(node_id=a.pk)
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        (StorageNode.State.RETIRED, "Node node-a is retired."),
+        (StorageNode.State.ONLINE, "Node node-a is online."),
+    ],
+)
+def test_a_node_that_is_retired_or_online_is_not_set_online(tmp_path, state, message):
+    (a,) = make_nodes(tmp_path, "room-1")
+    StorageNode.objects.filter(pk=a.pk).update(state=state)
+    events = StorageEvent.objects.count()
+    with pytest.raises(ValidationError) as excinfo:
+        node_set_online(node_id=a.pk)
+    assert excinfo.value.messages == [message] and excinfo.value.code == "illegal_transition"
+    a.refresh_from_db()
+    assert a.state == state and StorageEvent.objects.count() == events
+
+
+def test_a_replica_may_be_claimed_for_a_copy_whatever_its_state():
+    """The services' moves of a replica, as its table allows them: a copy claims any replica (even
+    one a verification found ok meanwhile, or a dead worker's), and a verification or a copy may
+    leave it ok, missing or corrupt."""
+    State = Replica.State
+    for state in State:
+        assert REPLICA_TRANSITIONS.may(state, State.COPYING)
+        assert REPLICA_TRANSITIONS[state] | {state} == set(State)
+    assert REPLICA_TRANSITIONS.ended() == frozenset()
 
 
 def test_a_copy_interrupted_halfway_leaves_no_replica_marked_ok(tmp_path, settings, monkeypatch):
@@ -304,7 +369,7 @@ def test_a_copy_killed_by_sigkill_leaves_a_temporary_file_only_and_is_taken_over
     temporary = replica_path(replica).with_name(replica_path(replica).name + TEMP_SUFFIX)
     assert temporary.exists() and 0 < temporary.stat().st_size < warc.size
     assert not replica_path(replica).exists()
-    assert replication.good_replicas(warc).count() == 0 and list(lost_files()) == [warc]
+    assert placement.good_replicas(warc).count() == 0 and list(lost_files()) == [warc]
 
     assert file_replicate(warc.pk) == 1  # the claim is fresh: another worker leaves it alone...
     settings.STORAGE_COPY_STALE_SECONDS = 0  # ...until it is stale
@@ -364,7 +429,7 @@ def test_node_creation_refuses_bad_input_and_changes_nothing(tmp_path):
 def test_a_directory_that_is_not_the_nodes_own_is_unreachable(tmp_path):
     (a,) = make_nodes(tmp_path, "room-1")
     (Path(a.root) / ".webarchive-node").write_text("node-x\n")  # another disk mounted there
-    assert not replication.node_check(a)
+    assert not nodes.node_check(a)
     a.refresh_from_db()
     assert "node-x" in a.unreachable_reason
 

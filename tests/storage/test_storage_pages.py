@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from storage import selectors_storage
 from storage.models import Replica, StorageEvent, StorageNode, WarcFile
-from storage.services.replication import event, node_check, node_create
+from storage.services.nodes import event, node_check, node_create
 from tests.access import assert_page_access, assert_sent_to_login, user_for
 from webarchive.permissions import Role
 
@@ -64,9 +64,14 @@ def field_html(html: str, name: str) -> str:
 
 @pytest.fixture
 def sent(monkeypatch):
-    """What storage.tasks.send_verify was called with (the broker is not the subject here)."""
-    calls: list[list[tuple[int, str]]] = []
-    monkeypatch.setattr("storage.tasks.send_verify", lambda replicas: calls.append(list(replicas)))
+    """The verifications handed to Celery, as (replica id, queue), in order (the broker is not the
+    subject here: the tasks' own tests send them through it)."""
+    calls: list[tuple[int, str]] = []
+
+    def apply_async(args, kwargs=None, *, queue):
+        calls.append((args[0], queue))
+
+    monkeypatch.setattr("storage.tasks.verify_replica.apply_async", apply_async)
     return calls
 
 
@@ -177,6 +182,49 @@ def test_bad_input_is_shown_at_its_field_and_adds_nothing(engineer, tmp_path, da
 # A node's actions -----------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("action", "kind"),
+    [
+        ("storage:node_add", StorageEvent.Kind.NODE_ADDED),
+        ("storage:node_offline", StorageEvent.Kind.NODE_OFFLINE),
+        ("storage:node_online", StorageEvent.Kind.NODE_ONLINE),
+        ("storage:node_drain", StorageEvent.Kind.NODE_DRAINING),
+        ("storage:node_verify", StorageEvent.Kind.VERIFY_ASKED),
+        ("storage:warcfile_verify", StorageEvent.Kind.VERIFY_ASKED),
+    ],
+)
+def test_every_action_on_the_storage_is_an_event_naming_the_engineer(
+    engineer, tmp_path, sent, django_capture_on_commit_callbacks, action, kind
+):
+    node = make_node(tmp_path, "n1")
+    warc = make_file()
+    make_replica(warc, node)
+    if action == "storage:node_online":
+        StorageNode.objects.filter(pk=node.pk).update(state=StorageNode.State.OFFLINE)
+    if action == "storage:node_add":
+        url, target = reverse(action), None
+        data = {"name": "n2", "location": "here", "root": str(tmp_path / "n2")}
+    elif action == "storage:warcfile_verify":
+        url, data, target = reverse(action, kwargs={"pk": warc.pk}), {}, warc
+    else:
+        url, data, target = reverse(action, kwargs={"pk": node.pk}), {}, node
+    before = set(StorageEvent.objects.values_list("pk", flat=True))
+    with django_capture_on_commit_callbacks(execute=True):
+        assert engineer.post(url, data).status_code == 302
+    new = StorageEvent.objects.exclude(pk__in=before).order_by("pk")
+    assert [event.kind for event in new] == [kind]
+    done = new.get()
+    assert str(done.user_id) == engineer.session["_auth_user_id"]
+    if action == "storage:node_add":
+        assert done.node.name == "n2"
+    elif action == "storage:warcfile_verify":
+        assert done.warc_file == target and done.detail == "1 replicas sent to be verified."
+    else:
+        assert done.node == target
+    if kind == StorageEvent.Kind.VERIFY_ASKED or action == "storage:node_online":
+        assert sent == [(warc.replicas.get().pk, "default")]  # sent once the action is committed
+
+
 def test_a_node_page_shows_its_replicas_and_events(engineer, tmp_path):
     node = make_node(tmp_path, "n1")
     ok, broken = make_file("a.warc.gz"), make_file("b.warc.gz")
@@ -233,7 +281,7 @@ def test_marking_a_node_online_sends_the_verification_of_its_replicas(
     node.refresh_from_db()
     assert node.state == StorageNode.State.ONLINE
     assert StorageEvent.objects.filter(kind=StorageEvent.Kind.NODE_ONLINE, user__isnull=False).count() == 1
-    assert [sorted(call) for call in sent] == [[(replica.pk, "storage-n1") for replica in replicas]]
+    assert sorted(sent) == [(replica.pk, "storage-n1") for replica in replicas]
     assert "2 replicas are being verified" in response.content.decode()
 
 
@@ -299,7 +347,7 @@ def test_verify_now_sends_every_replica_of_the_node_on_its_queue(
     make_replica(make_file(), other)
     with django_capture_on_commit_callbacks(execute=True):
         response = engineer.post(reverse("storage:node_verify", kwargs={"pk": node.pk}), follow=True)
-    assert sent == [[(ok.pk, "storage-n1"), (corrupt.pk, "storage-n1")]]
+    assert sent == [(ok.pk, "storage-n1"), (corrupt.pk, "storage-n1")]
     assert "2 replicas of n1 are being verified" in response.content.decode()
 
 
@@ -341,7 +389,7 @@ def test_verify_now_on_a_file_sends_its_replicas_each_on_its_node_queue(
     make_replica(make_file(), StorageNode.objects.get(name="n1"))  # another file's
     with django_capture_on_commit_callbacks(execute=True):
         response = engineer.post(reverse("storage:warcfile_verify", kwargs={"pk": warc.pk}), follow=True)
-    assert sent == [[(first.pk, "storage-n1"), (second.pk, "default")]]
+    assert sent == [(first.pk, "storage-n1"), (second.pk, "default")]
     assert response.redirect_chain[-1][0] == warc.get_absolute_url()
     assert "2 replicas of" in response.content.decode()
 

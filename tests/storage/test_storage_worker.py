@@ -14,7 +14,8 @@ from harvest.choices import JobStatus
 from harvest.models import Job
 from harvest.services.crawls import jobs_dispatch_submitted
 from storage.models import IngestStep, Replica, StorageEvent, WarcFile
-from storage.services.replication import good_replicas, node_set_offline
+from storage.services.nodes import node_set_offline
+from storage.services.placement import good_replicas
 from storage.tasks import storage_audit, storage_check
 from tests.crawl_worker import QUEUES, wait_for
 from tests.factories import UserFactory
@@ -38,7 +39,7 @@ def ingested(job: Job) -> bool:
 def test_a_crawl_is_ingested_replicated_audited_and_repaired_by_the_worker(
     crawl_worker, site, settings, client
 ):
-    from storage.services.replication import node_create
+    from storage.services.nodes import node_create
 
     settings.STORAGE_AUDIT_DAYS = 0.0001  # every replica is due at every audit round
     root = Path(settings.HARVEST_WARC_DIR).parent / "nodes"

@@ -52,7 +52,7 @@ from harvest.services.planning import (
 from harvest.services.statistics import job_statistics_compute
 from selection.choices import Frequency
 from storage.models import WarcFile
-from storage.services.replication import node_create
+from storage.services.nodes import node_create
 from tests.factories import CollectionFactory, RecordFactory, ThemeFactory, UserFactory
 from tests.harvest.statistics_jobs import three_site_job
 from webarchive import netguard

@@ -165,7 +165,7 @@ def definition_save_snapshot():
 def new_site_note_url():
     job = new_job()
     entry = job.configurations.get()
-    return reverse("harvest:job_quality_note", kwargs={"pk": job.pk, "entry_pk": entry.pk})
+    return reverse("quality:job_quality_note", kwargs={"pk": job.pk, "entry_pk": entry.pk})
 
 
 def new_harvest_info():
@@ -415,8 +415,8 @@ ACCESS = {
     "harvest:monitoring": ("page", url("harvest:monitoring"), ENGINEERS),
     "harvest:job_stop": ("post", planning_url("harvest:job_stop", new_job), ENGINEERS),
     # The quality view of a job (Reports): curators write notes on its sites, which go to the records.
-    "harvest:job_quality": ("page", planning_url("harvest:job_quality", new_job), REPORTS),
-    "harvest:job_quality_note": ("post", lambda: new_site_note_url(), CURATORS),
+    "quality:job_quality": ("page", planning_url("quality:job_quality", new_job), REPORTS),
+    "quality:job_quality_note": ("post", lambda: new_site_note_url(), CURATORS),
     # Broad-crawl preparation (Operations): crawl engineers only.
     "harvest:preload_list": ("page", url("harvest:preload_list"), ENGINEERS),
     "harvest:preload_start": ("page", url("harvest:preload_start"), ENGINEERS),

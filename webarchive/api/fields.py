@@ -8,9 +8,11 @@
 * A date-time is written with a whole-minute UTC offset, as RFC 3339 requires: before
   1911 the Paris time zone was the local mean time (+00:09:21), which is then written
   in UTC instead.
+* A version is a whole number from 1 to 2**31-1.
 
 :class:`ModelSerializer` is the base of the API's model serializers: its model fields
-and related fields are these.
+and related fields are these. :class:`VersionedModelSerializer` is the base of the
+archival objects' (``version``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from webarchive.filters import ID_MAX, ID_MIN, ID_SCHEMA, id_range_error
+from webarchive.versioning import VERSION_MAX
 
 DATE_MIN = date(1900, 1, 1)
 DATE_MAX = date(2999, 12, 31)
@@ -116,3 +119,43 @@ class ModelSerializer(serializers.ModelSerializer):
         models.DateField: DateField,
     }
     serializer_related_field = IdRelatedField
+
+
+class VersionField(serializers.IntegerField):
+    """The version of an object as it was read: sent back with a change of it (PUT, PATCH)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", VERSION_MAX)
+        kwargs.setdefault("required", False)
+        kwargs.setdefault(
+            "help_text",
+            _(
+                "Raised by every save. Required to change the object: send the version you read; "
+                "if someone saved it since, the change is refused (409) and the answer says what they "
+                "changed. Ignored at creation."
+            ),
+        )
+        super().__init__(**kwargs)
+
+
+class VersionedModelSerializer(ModelSerializer):
+    """An archival object: read with its ``version``, changed only with the version the change was made on.
+
+    The version a PUT or PATCH sends is not a field to write: it is taken out of
+    ``validated_data`` into ``expected_version``, which the viewset gives the
+    service (webarchive.versioning checks it). Subclasses list ``version`` in
+    ``Meta.fields``.
+    """
+
+    version = VersionField()
+
+    expected_version: int | None = None
+
+    def validate(self, attrs):
+        self.expected_version = attrs.pop(self.fields["version"].source, None)
+        if self.instance is not None and self.expected_version is None:
+            raise serializers.ValidationError(
+                {"version": [_("Send the version you read, so that no one else's change is lost.")]}
+            )
+        return super().validate(attrs)

@@ -34,5 +34,8 @@ class NoDeleteViewSet(
     """List, retrieve, create and update: archival objects are never deleted through the API.
 
     Writes go through the app's services: subclasses implement
-    ``perform_create`` and ``perform_update`` by calling one service.
+    ``perform_create`` and ``perform_update`` by calling one service. An
+    archival object's serializer is a ``VersionedModelSerializer``: ``perform_update``
+    gives the service ``serializer.expected_version``, and the service refuses a
+    change made over a version saved since (a 409, see webarchive.versioning).
     """

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import quote, urljoin, urlsplit
 
+from .. import defaults
 from ..urls import remove_dot_segments
 
 # Hop letters (Heritrix convention).
@@ -59,8 +60,8 @@ class ExtractOptions:
     javascript: bool = True
     forms: bool = False
     sitemaps: bool = True
-    max_links: int = 50_000  # per document: the others are counted as skipped, not kept
-    max_bytes: int = 16 * 1024 * 1024  # of what a compressed sitemap decompresses to
+    max_links: int = defaults.EXTRACT_MAX_LINKS  # per document: the others are counted as skipped, not kept
+    max_bytes: int = defaults.EXTRACT_MAX_BYTES  # of what a compressed sitemap decompresses to
 
 
 class LinkList(list):

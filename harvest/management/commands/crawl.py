@@ -10,16 +10,16 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from harvest.crawler import warc
+from harvest.crawler import defaults, warc
 from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.engine import run_sites
+from harvest.crawler.fetch import DIGEST_ALGORITHMS
 from harvest.crawler.rendering import RENDER_ALL, RENDER_OFF
+from harvest.crawler.scope import POLICIES
 from harvest.crawler.site import SiteCrawl, SiteSettings
 from harvest.crawler.urls import canonicalize, host_of
 from harvest.worker import browser_pool, fetcher, trap_limits, warcinfo, worker_host
 from webarchive.patterns import PatternError, compile_user_pattern
-
-POLICIES = ("page", "clicks", "path", "host", "domain")
 
 
 class Command(BaseCommand):
@@ -36,7 +36,10 @@ class Command(BaseCommand):
             help="Links to follow from the seeds (sets the depth policy to “the page and N clicks”).",
         )
         parser.add_argument(
-            "--policy", choices=POLICIES, default="host", help="Depth policy (default: host)."
+            "--policy",
+            choices=POLICIES,
+            default=defaults.DEPTH_POLICY,
+            help=f"Depth policy (default: {defaults.DEPTH_POLICY}).",
         )
         parser.add_argument("--max-objects", type=int, default=-1, help="Per site (default: no limit).")
         parser.add_argument("--max-bytes", type=int, default=-1, help="Per site (default: no limit).")
@@ -50,7 +53,10 @@ class Command(BaseCommand):
         parser.add_argument("--warc-dir", default="warcs", help="Where to write (default: ./warcs).")
         parser.add_argument("--prefix", default="crawl", help="WARC file name prefix (default: crawl).")
         parser.add_argument(
-            "--delay", type=float, default=1.0, help="Seconds between two requests to a site (default: 1)."
+            "--delay",
+            type=float,
+            default=defaults.MIN_DELAY,
+            help=f"Seconds between two requests to a site (default: {defaults.MIN_DELAY:g}).",
         )
         robots = parser.add_mutually_exclusive_group()
         robots.add_argument("--obey-robots", dest="obey_robots", action="store_true", default=True)
@@ -65,13 +71,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--page-seconds",
             type=float,
-            default=30.0,
-            help="With --browser: the most one rendered page may take (default: 30).",
+            default=defaults.RENDER_PAGE_SECONDS,
+            help="With --browser: the most one rendered page may take "
+            f"(default: {defaults.RENDER_PAGE_SECONDS:g}).",
         )
         parser.add_argument(
             "--threads", type=int, default=settings.HARVEST_CRAWL_THREADS, help="Fetch threads."
         )
-        parser.add_argument("--digest", choices=("sha256", "sha1"), default="sha256")
+        parser.add_argument("--digest", choices=DIGEST_ALGORITHMS, default=defaults.DIGEST_ALGORITHM)
         parser.add_argument("--quiet", action="store_true", help="No progress lines, only the summary.")
 
     def handle(self, *args, **options):

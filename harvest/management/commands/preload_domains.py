@@ -4,8 +4,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from harvest.choices import HarvestKind
-from harvest.models import HarvestDefinition, PreloadRun
+from harvest.models import HarvestDefinition, PreloadRun, PreloadStep
 from harvest.services.preload import SourceSpec, preload_create, preload_run, statistics_rows
+from harvest.services.preload.audit import step_record
 
 
 class Command(BaseCommand):
@@ -44,6 +45,8 @@ class Command(BaseCommand):
             run = PreloadRun.objects.filter(pk=options["resume"]).first()
             if run is None:
                 raise CommandError(f"No preload run {options['resume']}.")
+            if run.state != PreloadRun.State.DONE:  # in its audit trail: resumed from the command line
+                step_record(run=run, kind=PreloadStep.Kind.RESUMED, stage=run.stage)
         else:
             run = self._create(options)
         self.stdout.write(f"Preload run {run.pk} for {run.harvest_definition}")

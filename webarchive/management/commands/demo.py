@@ -42,6 +42,8 @@ from selection.services import (
     theme_create,
 )
 from selection.urlcheck import UrlCheckResult
+from storage.models import StorageNode
+from storage.services.nodes import node_create
 from webarchive.permissions import Role
 from webarchive.services import user_ensure
 
@@ -264,9 +266,6 @@ class Command(BaseCommand):
 
     def _storage(self, engineer):
         """Two storage nodes in two "buildings" under var/storage: every WARC file gets two replicas."""
-        from storage.models import StorageNode
-        from storage.services.replication import node_create
-
         for name, location in DEMO_NODES:
             if not StorageNode.objects.filter(name=name).exists():
                 root = Path(settings.VAR_DIR) / "storage" / name

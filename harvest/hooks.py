@@ -1,0 +1,57 @@
+"""What harvest asks of the apps above it (the mechanism: :mod:`webarchive.hooks`).
+
+Storage keeps what the crawls write — WARC files, the capture index — and sits above harvest (its
+files and captures belong to jobs). A crawl worker still works with it while it crawls: it indexes
+records as they are written, asks the index for earlier copies of a payload (crawl-time dedup) and
+hands over every WARC file it closes. These hooks are that, provided by ``storage.providers``.
+"""
+
+from __future__ import annotations
+
+from webarchive.hooks import Hook
+
+
+class _NoRecorder:
+    """Indexes nothing: an installation without storage."""
+
+    def record(self, info) -> None:
+        pass
+
+    def flush(self) -> int:
+        return 0
+
+
+capture_recorder = Hook(
+    "harvest.capture_recorder",
+    default=lambda *, job_id, directory: _NoRecorder(),
+    doc="(job_id, directory) → an object whose record(RecordInfo) is called as each WARC record is "
+    "written (from fetch threads: it only queues) and whose flush() indexes what was queued (the site's "
+    "task thread).",
+)
+
+dedup_index = Hook(
+    "harvest.dedup_index",
+    default=lambda *, policy, harvest_definition_id, memory: None,
+    doc="(policy, harvest_definition_id, memory) → the crawl-time dedup index of a template's policy: "
+    "the crawler's DedupIndex protocol, plus serve(timeout) answering questions on the task thread. "
+    "Without storage: None (no crawl-time dedup).",
+)
+
+warc_files_closed = Hook(
+    "harvest.warc_files_closed",
+    doc="(infos, job_id, recovered) → ids: WARC files closed by a writer (recovered: left open by a killed "
+    "worker and closed since), handed over for safe keeping. Called once per batch, after the records "
+    "they hold were recorded.",
+)
+
+worker_queues = Hook(
+    "harvest.worker_queues",
+    doc="() → [(queue, storage node name)]: the queues of the apps above that need a worker, shown on the "
+    "monitoring page beside the crawl queues (storage: the queues of nodes with a local worker).",
+)
+
+monitoring_panels = Hook(
+    "harvest.monitoring_panels",
+    doc="() → a panel of the monitoring page below the failures: a dict with 'template' and 'context' "
+    "(storage: its alerts, as its alerts page computes them).",
+)

@@ -1,0 +1,45 @@
+"""What the engineers' monitoring page reads: why jobs and sites failed (``failures``), and the health
+of the workers and the queues (``workers``). The storage's part of the page is storage's
+(``harvest.hooks.monitoring_panels``)."""
+
+from harvest.monitoring.failures import (
+    DANGER,
+    INFO,
+    WARNING,
+    Explanation,
+    Failures,
+    explain_job_failure,
+    explain_site_failure,
+    explain_sites,
+    recent_failures,
+)
+from harvest.monitoring.workers import (
+    QueueLength,
+    QueueLengths,
+    Worker,
+    WorkerHealth,
+    consumers_by_queue,
+    known_queues,
+    queue_lengths,
+    worker_health,
+)
+
+__all__ = [
+    "DANGER",
+    "INFO",
+    "WARNING",
+    "Explanation",
+    "Failures",
+    "QueueLength",
+    "QueueLengths",
+    "Worker",
+    "WorkerHealth",
+    "consumers_by_queue",
+    "explain_job_failure",
+    "explain_site_failure",
+    "explain_sites",
+    "known_queues",
+    "queue_lengths",
+    "recent_failures",
+    "worker_health",
+]

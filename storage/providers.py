@@ -1,0 +1,88 @@
+"""What storage provides to the apps below it (their hooks; the mechanism: :mod:`webarchive.hooks`).
+
+Connected once, by :meth:`storage.apps.StorageConfig.ready`.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from harvest import hooks as harvest_hooks
+from harvest.choices import DedupPolicy
+from harvest.models import Job
+from selection import hooks as selection_hooks
+from storage.models import HarvestNote, StorageNode
+from storage.selectors_quality import record_harvests
+from storage.selectors_storage import alerts
+from storage.services.dedup_index import CaptureDedupIndex
+from storage.services.indexing import CaptureRecorder, IndexConflict, warc_file_index, warc_file_register
+from storage.services.ingest import send_ingest
+from storage.warcindex import WarcReadError
+from webarchive.permissions import VIEW, Area, can, can_enter, restrict
+
+logger = logging.getLogger(__name__)
+
+HARVEST_NOTES_SHOWN = 50  # the newest notes on a record's harvests
+
+
+def capture_recorder(*, job_id: int | None, directory) -> CaptureRecorder:
+    return CaptureRecorder(job_id=job_id, directory=directory)
+
+
+def dedup_index(*, policy: str, harvest_definition_id: int | None, memory) -> CaptureDedupIndex | None:
+    if policy == DedupPolicy.OFF:
+        return None
+    return CaptureDedupIndex(policy=policy, harvest_definition_id=harvest_definition_id, memory=memory)
+
+
+def warc_files_closed(*, infos, job_id: int | None, recovered: bool = False) -> list[int]:
+    """Register closed WARC files; send their ingest chain, or, for files a killed writer left open,
+    index them whole again (the storage check sends their ingest chain, as for any file left behind)."""
+    ids = []
+    for info in infos:
+        ids.append(warc_file_register(info=info, job_id=job_id).pk)
+        if recovered:
+            try:
+                warc_file_index(path=info.path, job_id=job_id)
+            except (WarcReadError, IndexConflict) as error:
+                logger.error("recovered WARC file not indexed: %s", error)
+    if ids and not recovered:
+        send_ingest(ids)
+    return ids
+
+
+def record_harvests_panel(*, record, user) -> dict:
+    """The record's last site crawls (with replay links) and the curators' notes on its harvests."""
+    notes = restrict(HarvestNote.objects.filter(record=record), user, VIEW).select_related(
+        "author", "job", "domain"
+    )
+    return {
+        "template": "storage/record_harvests.html",
+        "context": {
+            # Whoever may read the record reads what became of it (date, size, stop reason, replay).
+            "harvests": record_harvests(record),
+            "harvest_notes": notes[:HARVEST_NOTES_SHOWN],
+            "may_open_jobs": can_enter(user, Area.PLANNING),
+            "may_open_quality": can_enter(user, Area.REPORTS) and can(user, VIEW, Job),
+        },
+    }
+
+
+def node_queues() -> list[tuple[str, str]]:
+    """The queues of the storage nodes that have a local worker (retired nodes need none)."""
+    nodes = StorageNode.objects.filter(local_worker=True).exclude(state=StorageNode.State.RETIRED)
+    return [(node.queue, node.name) for node in nodes.order_by("name")]
+
+
+def monitoring_panel() -> dict:
+    """The storage alerts on the monitoring page, counted as the alerts page counts them."""
+    return {"template": "storage/monitoring_storage.html", "context": {"alerts": alerts()}}
+
+
+def connect() -> None:
+    harvest_hooks.capture_recorder.provide(capture_recorder)
+    harvest_hooks.dedup_index.provide(dedup_index)
+    harvest_hooks.warc_files_closed.provide(warc_files_closed)
+    selection_hooks.record_panels.provide(record_harvests_panel)
+    harvest_hooks.worker_queues.provide(node_queues)
+    harvest_hooks.monitoring_panels.provide(monitoring_panel)
