@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from storage.backends import BACKENDS
+from webarchive.runs import Run
 from webarchive.transitions import Transitions
 
 OPEN_SUFFIX = ".open"  # harvest.crawler.warc.OPEN_SUFFIX: the name of a file being written
@@ -224,7 +225,7 @@ class Capture(models.Model):
         return self.timestamp.strftime("%Y%m%d%H%M%S")
 
 
-class DedupRun(models.Model):
+class DedupRun(Run):
     """One run of the post-crawl deduplication pipeline (storage.dedup): its inputs, state and results.
 
     The pipeline keeps its own progress in files under ``out_dir``; this row is what people and
@@ -250,24 +251,12 @@ class DedupRun(models.Model):
         default=True,
         help_text=_("Register the validated output in the archive in place of the inputs."),
     )
+    # Its stage is the pipeline's (storage.dedup.pipeline.STAGES), its units done and to do are
+    # ``done`` and ``total``. A stop is a state, stopping, not a flag: the units already sent to
+    # the workers finish, those not started are skipped, and the page shows it winding down.
     state = models.CharField(_("state"), max_length=10, choices=State, default=State.QUEUED)
-    stage = models.CharField(_("stage"), max_length=20, blank=True)
-    units_done = models.PositiveIntegerField(_("units done"), default=0)
-    units_total = models.PositiveIntegerField(_("units of the stage"), default=0)
     summary = models.JSONField(_("savings"), null=True, blank=True)
     validation = models.JSONField(_("validation report"), null=True, blank=True)
-    error = models.TextField(_("error"), blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.PROTECT,
-        null=True,
-        blank=True,
-        related_name="+",
-        verbose_name=_("started by"),
-    )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
-    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
-    ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
 
     ACTIVE = (State.QUEUED, State.RUNNING, State.STOPPING)
     UNFINISHED = (*ACTIVE, State.STOPPED, State.FAILED)
@@ -282,10 +271,6 @@ class DedupRun(models.Model):
 
     def get_absolute_url(self):
         return reverse("storage:dedup_detail", kwargs={"pk": self.pk})
-
-    @property
-    def is_active(self) -> bool:
-        return self.state in self.ACTIVE
 
 
 # A run's state, moved by storage.services.dedup_runs. Stopped and failed runs are queued again by

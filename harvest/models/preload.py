@@ -11,10 +11,11 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 
 from harvest.models.definitions import HarvestDefinition
+from webarchive.runs import Run
 from webarchive.transitions import Transitions
 
 
-class PreloadRun(models.Model):
+class PreloadRun(Run):
     """One preparation of a snapshot harvest from domain lists: options, stage, progress, statistics."""
 
     class State(models.TextChoices):
@@ -52,22 +53,16 @@ class PreloadRun(models.Model):
     )
     dns_timeout = models.FloatField(_("DNS timeout (s)"), default=2.0)
     dns_retries = models.PositiveSmallIntegerField(_("DNS retries"), default=1)
-    stage_done = models.BigIntegerField(_("done in this stage"), default=0)
-    stage_total = models.BigIntegerField(_("to do in this stage"), default=0)
-    stage_started_at = models.DateTimeField(_("stage started at"), null=True, blank=True)
+    # A stop is a flag the run reads between two batches: the run stays running until then (its
+    # stages are one process that must finish its batch), and a run queued again clears it.
     stop_requested = models.BooleanField(_("stop requested"), default=False)
     # The load takes the staged domains by ranges of ids (batch k: ids from k times the batch size), a
     # range per transaction, which adds k here: no per-row flag to rewrite, and ranges loaded
     # side by side by several connections each leave their mark.
     loaded_batches = models.JSONField(_("batches loaded"), default=list, blank=True, editable=False)
     statistics = models.JSONField(_("statistics"), default=dict, blank=True)
-    error = models.TextField(_("error"), blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
-    )
-    created_at = models.DateTimeField(_("created at"), auto_now_add=True)
-    started_at = models.DateTimeField(_("started at"), null=True, blank=True)
-    ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
+
+    ACTIVE = (State.QUEUED, State.RUNNING)
 
     class Meta:
         verbose_name = _("preload run")

@@ -9,7 +9,6 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
-from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -201,7 +200,7 @@ class PreloadDetailView(PreloadMixin, PermittedActionsMixin, RestrictedQuerysetM
                 "statistics": run.statistics,
                 # Who had what done: the run's audit trail (harvest.models.PreloadStep), oldest first.
                 "steps": run.steps.select_related("user").order_by("pk")[:STEPS_SHOWN],
-                "active": run.state in (PreloadRun.State.QUEUED, PreloadRun.State.RUNNING),
+                "active": run.is_active,
                 # Resuming queues the run again: offered when its table allows it (stopped, failed).
                 "offers": {"resume": PRELOAD_RUN_TRANSITIONS.may(run.state, PreloadRun.State.QUEUED)},
             }
@@ -214,13 +213,7 @@ class PreloadDetailView(PreloadMixin, PermittedActionsMixin, RestrictedQuerysetM
 
 def run_progress(run: PreloadRun) -> dict:
     """The stage's share done, its rate and the time left at that rate."""
-    elapsed = (timezone.now() - run.stage_started_at).total_seconds() if run.stage_started_at else 0
-    rate = run.stage_done / elapsed if elapsed > 0 else 0.0
-    left = (
-        (run.stage_total - run.stage_done) / rate if rate > 0 and run.stage_total > run.stage_done else None
-    )
-    percent = min(100, run.stage_done * 100 // run.stage_total) if run.stage_total else 0
-    return {"percent": percent, "rate": rate, "seconds_left": int(left) if left is not None else None}
+    return {"percent": run.percent_done, "rate": run.rate, "seconds_left": run.seconds_left}
 
 
 class PreloadActionView(PreloadMixin, View):

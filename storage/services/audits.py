@@ -24,7 +24,7 @@ from django.utils.translation import gettext as _
 
 from storage import selectors_storage
 from storage.models import REPLICA_TRANSITIONS, Replica, StorageEvent, StorageNode, WarcFile
-from storage.services.nodes import event, send_verify
+from storage.services.nodes import event, verify_asked
 from storage.services.replication import file_replicate
 from webarchive.permissions import CHANGE, require
 
@@ -109,13 +109,4 @@ def warc_file_verify(*, warc_file_id: int, user=None) -> int:
     node's queue. Returns how many were sent; none sent, nothing is recorded."""
     require(user, CHANGE, Replica)
     warc = WarcFile.objects.get(pk=warc_file_id)
-    sent = selectors_storage.file_replicas_to_verify(warc)
-    if sent:
-        event(
-            StorageEvent.Kind.VERIFY_ASKED,
-            warc_file=warc,
-            detail=_("%(count)d replicas sent to be verified.") % {"count": len(sent)},
-            user=user,
-        )
-        send_verify(sent)
-    return len(sent)
+    return verify_asked(selectors_storage.file_replicas_to_verify(warc), user=user, warc_file=warc)

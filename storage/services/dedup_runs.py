@@ -21,6 +21,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import OperationalError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -33,6 +34,7 @@ from storage.services.indexing import IndexConflict, warc_file_index
 from storage.services.replication import warc_file_open
 from storage.warcindex import WarcReadError, archive_files
 from webarchive.permissions import ADD, CHANGE, require
+from webarchive.runs import Runner
 from webarchive.tasks import enqueue
 
 State = DedupRun.State
@@ -40,19 +42,13 @@ ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
 NOT_FROM_A_HARVEST = "(not from a harvest)"
 HASH_CHUNK = 1 << 20
 
-_ENDED = (State.STOPPED, State.FAILED, State.VALIDATED, State.DONE)
-
-
-def _set_state(run: DedupRun, state: str) -> None:
-    """Move a run (locked by the caller) through its table to ``state``, with its start and end times."""
-    DEDUP_RUN_TRANSITIONS.apply(run, state)
-    now = timezone.now()
-    if state == State.RUNNING and run.started_at is None:
-        run.started_at = now
-    if state in _ENDED:
-        run.ended_at = now
-    elif state in (State.QUEUED, State.RUNNING):
-        run.ended_at = None
+# A run's state moves through its runner (webarchive.runs); a stop asked is a state, stopping.
+RUNNER = Runner(
+    DEDUP_RUN_TRANSITIONS,
+    running=State.RUNNING,
+    ended=(State.STOPPED, State.FAILED, State.VALIDATED, State.DONE),
+    stop_asked=Q(state=State.STOPPING),
+)
 
 
 def allowed_roots() -> list[Path]:
@@ -221,9 +217,9 @@ def dedup_run_advance(*, run_id: int) -> DedupRun:
     """
     run = DedupRun.objects.select_for_update().get(pk=run_id)
     if run.state == State.QUEUED:
-        _set_state(run, State.RUNNING)
+        RUNNER.start(run, save=False)
     elif run.state == State.STOPPING:
-        _set_state(run, State.STOPPED)
+        RUNNER.end(run, State.STOPPED, save=False)
     if run.state != State.RUNNING:
         run.save()
         return run
@@ -237,9 +233,9 @@ def dedup_run_advance(*, run_id: int) -> DedupRun:
     except PipelineError as error:
         return _fail(run, str(error))
     if stage != run.stage:
-        run.stage = stage
+        RUNNER.stage_begin(run, stage, save=False)
         _send_units(run.pk, stage, pending)
-    run.units_total, run.units_done = total, total - len(pending)
+    run.total, run.done = total, total - len(pending)
     run.save()
     return run
 
@@ -265,8 +261,9 @@ def dedup_run_unit(*, run_id: int, stage: str, unit: str) -> None:
         message = _("%(stage)s, %(unit)s: %(error)s") % {"stage": stage, "unit": unit, "error": error}
         dedup_run_fail(run_id=run_id, error=message)
         raise
-    DedupRun.objects.filter(pk=run_id, stage=stage).update(units_done=max(0, run.units_total - pending))
-    if done or DedupRun.objects.filter(pk=run_id, state=State.STOPPING).exists():
+    if run.stage == stage:  # else the run has moved on (or was resumed): its counts are not this stage's
+        RUNNER.progress(run, done=max(0, run.total - pending))
+    if done or RUNNER.stop_requested(run):
         dedup_run_advance(run_id=run_id)
 
 
@@ -280,9 +277,8 @@ def dedup_run_fail(*, run_id: int, error: str) -> DedupRun:
 
 
 def _fail(run: DedupRun, error: str) -> DedupRun:
-    _set_state(run, State.FAILED)
-    run.error = error
-    run.save()
+    RUNNER.end(run, State.FAILED, error=error, save=False)
+    run.save()  # with what the caller changed before it failed (the savings, the validation)
     return run
 
 
@@ -291,8 +287,10 @@ def dedup_run_stop(*, run_id: int, user=None) -> DedupRun:
     """Ask a run to stop: units not started are skipped, running ones finish; twice: it stops at once."""
     require(user, CHANGE, DedupRun)
     run = DedupRun.objects.select_for_update().get(pk=run_id)
-    target = State.STOPPING if run.state == State.RUNNING else State.STOPPED
-    _set_state(run, target)
+    if run.state == State.RUNNING:
+        RUNNER.move(run, State.STOPPING)
+    else:
+        RUNNER.end(run, State.STOPPED, save=False)  # queued or stopping (again): refused if it has ended
     run.save()
     return run
 
@@ -302,7 +300,7 @@ def dedup_run_resume(*, run_id: int, user=None) -> DedupRun:
     """Queue a stopped or failed run again: the pending units of its stage are sent again."""
     require(user, CHANGE, DedupRun)
     run = DedupRun.objects.select_for_update().get(pk=run_id)
-    _set_state(run, State.QUEUED)
+    RUNNER.move(run, State.QUEUED)
     run.stage = ""  # so that the next advance sends the stage's pending units again
     run.error = ""
     run.save()
@@ -317,15 +315,17 @@ def dedup_run_resume(*, run_id: int, user=None) -> DedupRun:
 def dedup_run_begin(*, run_id: int) -> DedupRun:
     """Mark a run running in this process (``dedup_warcs``): a new, stopped or failed run."""
     run = DedupRun.objects.select_for_update().get(pk=run_id)
-    _set_state(run, State.RUNNING)
-    run.error = ""
-    run.save()
+    RUNNER.start(run)
     return run
 
 
-def dedup_run_progress(*, run_id: int, stage: str, units_done: int, units_total: int) -> None:
-    """Record how far the stage of a foreground run is."""
-    DedupRun.objects.filter(pk=run_id).update(stage=stage, units_done=units_done, units_total=units_total)
+def dedup_run_progress(*, run_id: int, stage: str, done: int, total: int) -> None:
+    """Record how far the stage of a foreground run is (units ``done`` of ``total``)."""
+    run = DedupRun.objects.get(pk=run_id)
+    if run.stage != stage:
+        RUNNER.stage_begin(run, stage, done=done, total=total)
+    else:
+        RUNNER.progress(run, done=done, total=total)
 
 
 @transaction.atomic
@@ -335,8 +335,7 @@ def dedup_run_end(*, run_id: int, completed: bool, error: str = "") -> DedupRun:
     if error:
         return _fail(run, error) if DEDUP_RUN_TRANSITIONS.may(run.state, State.FAILED) else run
     if not completed:
-        _set_state(run, State.STOPPED)
-        run.save()
+        RUNNER.end(run, State.STOPPED)
         return run
     try:
         return _finish(run, Pipeline.open(Path(run.out_dir)))
@@ -352,7 +351,7 @@ def _finish(run: DedupRun, pipeline: Pipeline) -> DedupRun:
     run.summary = summary_json(pipeline.summary())
     run.stage = ""
     if run.dry_run:
-        _set_state(run, State.DONE)
+        RUNNER.end(run, State.DONE, save=False)
         run.save()
         return run
     report = pipeline.validation()
@@ -362,8 +361,7 @@ def _finish(run: DedupRun, pipeline: Pipeline) -> DedupRun:
         return _fail(run, _("The output did not pass validation; nothing was registered.") + "\n" + problems)
     run.save()
     if not run.register_output:
-        _set_state(run, State.DONE)
-        run.save()
+        RUNNER.end(run, State.DONE)
         return run
     try:
         return dedup_run_register(run_id=run.pk, pipeline=pipeline)
@@ -385,7 +383,7 @@ def dedup_run_register(*, run_id: int, pipeline: Pipeline | None = None) -> Dedu
         raise ValidationError(_("A dry run has no output to register."), code="dry_run")
     if not (run.validation or {}).get("ok"):
         raise ValidationError(_("Only a validated output is registered."), code="not_validated")
-    _set_state(run, State.VALIDATED)
+    RUNNER.end(run, State.VALIDATED, save=False)
     pipeline = pipeline or Pipeline.open(Path(run.out_dir))
     for output in pipeline.outputs():
         source = WarcFile.objects.select_for_update().filter(name=Path(output.source).name).first()

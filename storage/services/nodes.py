@@ -34,6 +34,21 @@ def event(kind: str, *, node=None, warc_file=None, detail: str = "", user=None) 
     return StorageEvent.objects.create(kind=kind, node=node, warc_file=warc_file, detail=detail, user=user)
 
 
+def verify_asked(replicas: list[tuple[int, str]], *, user, node=None, warc_file=None) -> int:
+    """An engineer's "verify now" on a node or a file: the replicas sent, with an event naming who
+    asked (none sent, nothing is recorded). Returns how many were sent."""
+    if replicas:
+        event(
+            StorageEvent.Kind.VERIFY_ASKED,
+            node=node,
+            warc_file=warc_file,
+            detail=_("%(count)d replicas sent to be verified.") % {"count": len(replicas)},
+            user=user,
+        )
+        send_verify(replicas)
+    return len(replicas)
+
+
 def send_verify(replicas: list[tuple[int, str]]) -> None:
     """Have each (replica id, queue) verified by a worker, once the current transaction commits."""
     for replica_id, queue in replicas:
@@ -161,15 +176,7 @@ def node_verify(*, node_id: int, user=None) -> int:
 
     Returns how many were sent."""
     node = _active_node(node_id, user)
-    replicas = selectors_storage.node_replicas_to_verify(node)
-    event(
-        StorageEvent.Kind.VERIFY_ASKED,
-        node=node,
-        detail=_("%(count)d replicas sent to be verified.") % {"count": len(replicas)},
-        user=user,
-    )
-    send_verify(replicas)
-    return len(replicas)
+    return verify_asked(selectors_storage.node_replicas_to_verify(node), user=user, node=node)
 
 
 # The node check

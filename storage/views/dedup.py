@@ -51,7 +51,7 @@ def dedup_run_offers(run: DedupRun) -> dict[str, bool]:
     """What a run's state lets its page offer (to those permitted to change runs): stopping it while
     it is queued, running or stopping (twice: at once), resuming it once it stopped or failed."""
     return {
-        "stop": run.state in DedupRun.ACTIVE,
+        "stop": run.is_active,
         "resume": DedupRun.State.QUEUED in DEDUP_RUN_TRANSITIONS[run.state],
     }
 
@@ -114,13 +114,12 @@ class DedupRunDetailView(PermittedActionsMixin, DedupAreaMixin, RestrictedQuerys
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         run = self.object
-        percent = run.units_done * 100 // run.units_total if run.units_total else 0
         stages = run_stages(run)
         context.update(
             {
                 "live": run.is_active,
                 "poll_seconds": POLL_SECONDS,
-                "percent": min(100, percent),
+                "percent": run.percent_done,
                 "stages": stages,
                 "stage_number": stages.index(run.stage) + 1 if run.stage in stages else None,
                 "offers": dedup_run_offers(run),

@@ -58,6 +58,7 @@ def crawl(
     dedup=None,
     browsers=None,
     run=None,
+    job_id: int = 1,
     **options,
 ) -> Crawl:
     """Crawl ``seeds`` as one site, no politeness delay unless asked, into ``directory``.
@@ -65,14 +66,15 @@ def crawl(
     ``dedup``: a dedup index (harvest.crawler.dedup) to write revisits and send conditional requests;
     ``browsers``: a browser.BrowserPool for the pages to render (with ``render="seeds"`` or ``"all"``);
     ``run``: what crawls the SiteCrawl (``run_sites`` with ``threads`` unless given: a test that
-    stops it, say, runs it on an engine of its own).
+    stops it, say, runs it on an engine of its own); ``job_id``: the job number in the files' names
+    (two crawls that must not share a file name, which holds the second they started, differ in it).
     """
     options = {"min_delay": 0.0, "max_delay": 0.0, "delay_factor": 0.0, **options}
     files: list = []
     writer = warc.WarcWriter(
         directory=directory,
         prefix="test",
-        job_id=1,
+        job_id=job_id,
         host="tests",
         warcinfo={"software": "tests"},
         on_file_closed=files.append,

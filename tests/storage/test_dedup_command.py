@@ -23,7 +23,9 @@ def second_crawl(tmp_path_factory, crawled_site) -> list[Path]:
     """The same website crawled again (the session's crawl is the first): its files."""
     root = tmp_path_factory.mktemp("second-crawl")
     with TestSite(port=0, seed=4, pages=30, hosts=2, large_file_bytes=50_000) as site:
-        result = crawl(root, [site.url("/site/")])
+        # Another job number: files named like the first crawl's, should it start in the same second,
+        # would be taken for the same files.
+        result = crawl(root, [site.url("/site/")], job_id=2)
     return [Path(info.path) for info in result.files]
 
 

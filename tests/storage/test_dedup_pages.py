@@ -86,7 +86,7 @@ def test_a_running_run_shows_its_stage_and_units_live(as_role, root):
     fragment = client.get(run.get_absolute_url(), HTTP_HX_REQUEST="true")
     html = fragment.content.decode()
     assert "<html" not in html and 'id="dedup-live"' in html
-    assert f"0 of {run.units_total} units done" in html
+    assert f"0 of {run.total} units done" in html
     assert f"Stage {STAGES.index(run.stage) + 1} of 6: {run.stage}" in html
     assert "HX-Request" in fragment["Vary"]
 

@@ -129,7 +129,7 @@ def test_a_stopped_run_skips_its_units_and_resumes_where_it_was(root, engineer):
     dedup_run_unit(run_id=run.pk, stage=stage, unit=run.inputs and Path(run.inputs[0]).name)
     run.refresh_from_db()
     assert run.state == DedupRun.State.STOPPED
-    assert run.units_done == 0  # the unit was skipped
+    assert run.done == 0  # the unit was skipped
     with pytest.raises(ValidationError):
         dedup_run_stop(run_id=run.pk, user=engineer)  # a stopped run cannot stop again
     run = dedup_run_resume(run_id=run.pk, user=engineer)

@@ -53,8 +53,8 @@ class Command(BaseCommand):
         last = [None]
 
         def progress(run):
-            if run.stage != last[0] or run.stage_done == run.stage_total:
-                self.stdout.write(f"  {run.get_stage_display()}: {run.stage_done:,} of {run.stage_total:,}")
+            if run.stage != last[0] or run.done == run.total:
+                self.stdout.write(f"  {run.get_stage_display()}: {run.done:,} of {run.total:,}")
                 last[0] = run.stage
 
         run = preload_run(run.pk, progress=progress)

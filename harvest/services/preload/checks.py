@@ -28,8 +28,8 @@ def stage_dns(run: PreloadRun, progress) -> None:
         retries=run.dns_retries,
         concurrency=settings.PRELOAD_DNS_CONCURRENCY,
     )
-    run.stage_total = PreloadDomain.objects.filter(run=run).count()
-    run.stage_done = run.stage_total - pending.count()
+    run.total = PreloadDomain.objects.filter(run=run).count()
+    run.done = run.total - pending.count()
     last = 0
     while batch := list(
         pending.filter(pk__gt=last).order_by("pk").values_list("pk", "name")[: progress_.BATCH]
@@ -62,7 +62,7 @@ def stage_redirects(run: PreloadRun, progress) -> None:
         concurrency=settings.PRELOAD_REDIRECT_CONCURRENCY,
         url_for=lambda host, template=settings.PRELOAD_REDIRECT_URL: template.format(host=host),
     )
-    run.stage_total = todo.count()
+    run.total = todo.count()
     last = 0
     while batch := list(
         todo.filter(pk__gt=last).order_by("pk").values_list("pk", "name")[: max(1, progress_.BATCH // 10)]

@@ -38,7 +38,7 @@ def source_lines(source: PreloadSource) -> Iterator[SourceLine]:
 def stage_ingest(run: PreloadRun, progress) -> None:
     """Read every source not read yet (a source read before an interruption is not read again)."""
     sources = list(run.sources.all())
-    run.stage_total = len(sources)
+    run.total = len(sources)
     for source in sources:
         if not source.ingested:
             ingest_source(run, source)

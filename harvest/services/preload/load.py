@@ -37,8 +37,8 @@ def stage_load(run: PreloadRun, progress) -> None:
         sizes = dict(cursor.fetchall())
     done = set(run.loaded_batches)
     todo = sorted(set(sizes) - done)
-    run.stage_total = sum(sizes.values())
-    run.stage_done = run.stage_total - sum(sizes[batch] for batch in todo)
+    run.total = sum(sizes.values())
+    run.done = run.total - sum(sizes[batch] for batch in todo)
     template = default_template().pk
     user_id = audit.acting_user_id(run)
     workers = bulk.side_by_side(settings.PRELOAD_CONNECTIONS)

@@ -1,13 +1,24 @@
-"""What every stage of a run shares: the batch size, and recording progress after each batch,
-where a stop an engineer asked for takes effect (a run stops between two batches, resumable)."""
+"""What every stage of a run shares: the batch size, the run's runner (webarchive.runs), and
+recording progress after each batch, where a stop an engineer asked for takes effect (a run stops
+between two batches, resumable)."""
 
 from __future__ import annotations
 
-from django.utils import timezone
+from django.db.models import Q
 
 from harvest.models import PreloadRun
+from harvest.models.preload import PRELOAD_RUN_TRANSITIONS
+from webarchive.runs import Runner
 
 BATCH = 5000  # rows a stage takes at a time (the redirect discovery a tenth of it)
+
+State = PreloadRun.State
+RUNNER = Runner(
+    PRELOAD_RUN_TRANSITIONS,
+    running=State.RUNNING,
+    ended=(State.STOPPED, State.FAILED, State.DONE),
+    stop_asked=Q(stop_requested=True),
+)
 
 
 class Stopped(Exception):
@@ -16,17 +27,13 @@ class Stopped(Exception):
 
 def begin(run: PreloadRun, stage: str) -> None:
     """Start a stage: nothing done in it yet."""
-    run.stage = stage
-    run.stage_done, run.stage_total, run.stage_started_at = 0, 0, timezone.now()
-    run.save(update_fields=["stage", "stage_done", "stage_total", "stage_started_at"])
+    RUNNER.stage_begin(run, stage)
 
 
 def advance(run: PreloadRun, done: int, progress, *, total: int | None = None) -> None:
     """Record progress after a batch, and stop here if an engineer asked."""
-    run.stage_done += done
-    if total is not None:
-        run.stage_total = total
-    PreloadRun.objects.filter(pk=run.pk).update(stage_done=run.stage_done, stage_total=run.stage_total)
+    # The stages count their size into ``run.total`` as they start; it is written with the first batch.
+    RUNNER.progress(run, done=run.done + done, total=run.total if total is None else total)
     progress(run)
-    if PreloadRun.objects.filter(pk=run.pk, stop_requested=True).exists():
+    if RUNNER.stop_requested(run):
         raise Stopped

@@ -13,12 +13,10 @@ from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from harvest.choices import HarvestKind
 from harvest.models import HarvestDefinition, PreloadRun, PreloadSource, PreloadStep
-from harvest.models.preload import PRELOAD_RUN_TRANSITIONS
 from harvest.preload.limits import (
     nameserver_policy,
     nameserver_problem,
@@ -204,10 +202,7 @@ def preload_run(run_id: int, *, progress: Callable[[PreloadRun], None] | None = 
         run = PreloadRun.objects.select_for_update().get(pk=run_id)
         if run.state == PreloadRun.State.DONE:
             return run
-        PRELOAD_RUN_TRANSITIONS.apply(run, PreloadRun.State.RUNNING)
-        run.error, run.stop_requested = "", False
-        run.started_at = run.started_at or timezone.now()
-        run.save(update_fields=["state", "error", "stop_requested", "started_at"])
+        progress_.RUNNER.start(run, stop_requested=False)
     user_id = audit.acting_user_id(run)
     try:
         for stage in STAGES[STAGES.index(run.stage) :] if run.stage in STAGES else []:
@@ -225,26 +220,16 @@ def preload_run(run_id: int, *, progress: Callable[[PreloadRun], None] | None = 
                     user_id=user_id,
                     counts=audit.stage_counts(run, stage),
                 )
+    # How the run ended: the state, its time and error only (the stages saved the rest as they went).
     except progress_.Stopped:
-        _end(run, PreloadRun.State.STOPPED)
+        progress_.RUNNER.end(run, PreloadRun.State.STOPPED)
     except Exception as error:
         logger.exception("preload run %s failed in stage %s", run.pk, run.stage)
-        _end(run, PreloadRun.State.FAILED, error=_storable(str(error))[:2000])
+        progress_.RUNNER.end(run, PreloadRun.State.FAILED, error=str(error)[:2000])
     else:
-        _end(run, PreloadRun.State.DONE, ended_at=timezone.now())
+        progress_.RUNNER.end(run, PreloadRun.State.DONE)
     run.refresh_from_db()
     return run
-
-
-def _end(run: PreloadRun, state: str, **fields) -> None:
-    """Write how the run ended: the state and ``fields`` only (the stages saved the rest as they went)."""
-    PRELOAD_RUN_TRANSITIONS.apply(run, state)  # from running, as this process set it
-    PreloadRun.objects.filter(pk=run.pk).update(state=state, **fields)
-
-
-def _storable(text: str) -> str:
-    """``text`` as any database stores it: no NUL (PostgreSQL), no lone surrogate (UTF-8)."""
-    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 @transaction.atomic
@@ -266,9 +251,9 @@ def preload_resume(*, run: PreloadRun, user=None) -> PreloadRun:
     once this is committed; from then on the run's steps name ``user``."""
     require(user, CHANGE, PreloadRun)
     run = PreloadRun.objects.select_for_update().get(pk=run.pk)
-    PRELOAD_RUN_TRANSITIONS.apply(run, PreloadRun.State.QUEUED)  # only a stopped or failed run
+    fields = progress_.RUNNER.move(run, PreloadRun.State.QUEUED)  # only a stopped or failed run
     run.stop_requested = False
-    run.save(update_fields=["state", "stop_requested"])
+    run.save(update_fields=[*fields, "stop_requested"])
     audit.step_record(run=run, kind=PreloadStep.Kind.RESUMED, user=user, stage=run.stage)
     preload_send(run_id=run.pk)
     return run

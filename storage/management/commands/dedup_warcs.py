@@ -12,6 +12,7 @@ from django.template.defaultfilters import filesizeformat
 from storage.dedup.pipeline import Pipeline, PipelineError, run
 from storage.models import DedupRun
 from storage.services.dedup_runs import (
+    RUNNER,
     dedup_run_begin,
     dedup_run_end,
     dedup_run_progress,
@@ -112,16 +113,13 @@ class Command(BaseCommand):
         def on_unit(stage: str, unit: str) -> None:
             total = len(pipeline.units(stage))
             done[stage] = done.get(stage, total - len(pipeline.pending_units(stage)) - 1) + 1
-            dedup_run_progress(run_id=record.pk, stage=stage, units_done=done[stage], units_total=total)
+            dedup_run_progress(run_id=record.pk, stage=stage, done=done[stage], total=total)
             self.stdout.write(f"{stage}: {done[stage]}/{total} ({unit})")
 
         def should_stop() -> bool:
             now = time.monotonic()
             if now - last_check[0] >= STOP_CHECK_SECONDS:
-                last_check[:] = [
-                    now,
-                    DedupRun.objects.filter(pk=record.pk, state=DedupRun.State.STOPPING).exists(),
-                ]
+                last_check[:] = [now, RUNNER.stop_requested(record)]
             return last_check[1]
 
         started = time.monotonic()
