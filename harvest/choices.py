@@ -120,6 +120,19 @@ SITE_CRAWL_TRANSITIONS = Transitions(
 )
 
 
+class JobFailure(models.TextChoices):
+    """Why a job failed, as a code (the monitoring page explains it; ``Job.errors`` keeps the words).
+
+    Sites say why they failed with the crawler's codes (``harvest.crawler.outcomes``) in their
+    report; these are the failures of the job as a whole, and of a site the watchdog ended."""
+
+    METADATA_NO_SPACE = "metadata-no-space", _("metadata not written: disk full")
+    METADATA_PERMISSION = "metadata-permission", _("metadata not written: no write access")
+    METADATA = "metadata", _("metadata not written")
+    CRAWLER_BROKEN = "crawler-broken", _("the crawler broke")
+    STALLED = "stalled", _("stalled: no progress, no worker")
+
+
 class StopReason(models.TextChoices):
     """Why the crawl of one domain configuration in a job ended.
 

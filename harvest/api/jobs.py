@@ -51,6 +51,7 @@ class JobSerializer(ModelSerializer):
             "started_at",
             "ended_at",
             "errors",
+            "failure",
             "resubmitted_as",
             "continuation_of",
         ]

@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from harvest.choices import JobStatus, SiteState, StopReason
+from harvest.choices import JobFailure, JobStatus, SiteState, StopReason
 from harvest.models.definitions import HarvestChannel, HarvestDefinition
 from harvest.models.domains import Domain, DomainConfiguration
 
@@ -76,6 +76,9 @@ class Job(models.Model):
     started_at = models.DateTimeField(_("started at"), null=True, blank=True)
     ended_at = models.DateTimeField(_("ended at"), null=True, blank=True)
     errors = models.TextField(_("errors"), blank=True)
+    failure = models.CharField(
+        _("failure"), max_length=30, choices=JobFailure, blank=True, help_text=_("Why it failed, as a code.")
+    )
     dispatched_at = models.DateTimeField(_("sent to the crawlers at"), null=True, blank=True)
     stop_requested_at = models.DateTimeField(_("stop requested at"), null=True, blank=True)
     resubmitted_as = models.OneToOneField(

@@ -6,8 +6,9 @@ Failures are explained from what the crawl left behind, as codes rather than wor
 statuses and ``error:<code>:<text>`` annotations carry the ``FetchError`` of each fetch without an
 answer (the address guard of ``webarchive.netguard``, DNS, refused connections, timeouts, TLS…).
 Lines written before the codes (``error:<text>``) are explained from their status alone. The log is
-read only for the sites that look failed, in one bounded pass per job. A job's own ``errors`` have no
-code yet: they are recognised by their words.
+read only for the sites that look failed, in one bounded pass per job. A failed job says why as a
+``JobFailure`` code (``Job.failure``; a site the watchdog ended, in its report's ``error_code``);
+jobs that failed before the codes are recognised by their (English) words.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from harvest.choices import JobStatus, SiteState, StopReason
+from harvest.choices import JobFailure, JobStatus, SiteState, StopReason
 from harvest.crawler.crawllog import NO_ANSWER, fetch_error
 from harvest.crawler.outcomes import CrawlError, FetchError
 from harvest.models import Job, JobConfiguration
@@ -56,13 +57,31 @@ class Explanation:
 
 
 def _says(text: str, *fragments: str) -> bool:
-    """Whether ``text`` holds one of the fragments: for the errors that carry no code yet (a job's,
-    the watchdog's), written in the workers' LANGUAGE_CODE (English by default)."""
+    """Whether ``text`` holds one of the fragments: for the jobs and sites that failed before their
+    failure had a code, whose errors are in English."""
     lowered = text.lower()
     return any(fragment.lower() in lowered for fragment in fragments)
 
 
 # Jobs ------------------------------------------------------------------------------------------
+
+
+METADATA_FAILURES = (JobFailure.METADATA, JobFailure.METADATA_NO_SPACE, JobFailure.METADATA_PERMISSION)
+
+
+def _failure_from_words(errors: str) -> str:
+    """The failure of a job that ended before the codes, from its (English) errors; "" if none fits."""
+    if _says(errors, "metadata could not be written"):
+        if _says(errors, "No space left", "Errno 28", "Disk quota exceeded"):
+            return JobFailure.METADATA_NO_SPACE
+        if _says(errors, "Permission denied", "Errno 13", "Read-only file system"):
+            return JobFailure.METADATA_PERMISSION
+        return JobFailure.METADATA
+    if _says(errors, "in the crawler itself"):
+        return JobFailure.CRAWLER_BROKEN
+    if _says(errors, "made progress for"):
+        return JobFailure.STALLED
+    return ""
 
 
 def explain_job_failure(job: Job) -> Explanation | None:
@@ -72,14 +91,15 @@ def explain_job_failure(job: Job) -> Explanation | None:
         if job.stop_requested_at is not None and job.status == JobStatus.DONE:
             return _operator_stop(_("The job was stopped by an operator."), detail="")
         return None
-    if _says(errors, "metadata could not be written"):
-        if _says(errors, "No space left", "Errno 28", "Disk quota exceeded"):
+    failure = job.failure or _failure_from_words(errors)
+    if failure in METADATA_FAILURES:
+        if failure == JobFailure.METADATA_NO_SPACE:
             title = _("The job's crawl log and reports could not be written: the disk is full.")
             action = _(
                 "Free space on the disk that holds HARVEST_WARC_DIR and HARVEST_SPOOL_DIR (or move them), "
                 "then resubmit the job. Its WARC files written so far are kept."
             )
-        elif _says(errors, "Permission denied", "Errno 13", "Read-only file system"):
+        elif failure == JobFailure.METADATA_PERMISSION:
             title = _("The job's crawl log and reports could not be written: the worker may not write there.")
             action = _(
                 "Give the user running the crawl workers write access to HARVEST_WARC_DIR and "
@@ -89,7 +109,7 @@ def explain_job_failure(job: Job) -> Explanation | None:
             title = _("The job's crawl log and reports could not be written at its end.")
             action = _("Check the disk and folders of HARVEST_WARC_DIR on the worker, then resubmit the job.")
         return Explanation("metadata", title, action, errors)
-    if job.configurations.filter(report__broken=True).exists() or _says(errors, "in the crawler itself"):
+    if failure == JobFailure.CRAWLER_BROKEN or job.configurations.filter(report__broken=True).exists():
         return Explanation(
             "crawler-broken",
             _(
@@ -102,7 +122,7 @@ def explain_job_failure(job: Job) -> Explanation | None:
             ),
             errors,
         )
-    if _says(errors, "made progress for"):
+    if failure == JobFailure.STALLED:
         return Explanation(
             "stalled",
             _("The job stopped moving: no site made progress and no crawl worker of its queue reported."),
@@ -242,7 +262,10 @@ def explain_site_failure(entry: JobConfiguration, log_lines: list[str] | None = 
             % {"site": _site_name(entry)},
             error or _("No error was recorded."),
         )
-    if entry.stop_reason == StopReason.FAILED and not report and _says(error, "Stopped by the watchdog"):
+    stalled = report.get("error_code") == JobFailure.STALLED or (
+        not report and _says(error, "Stopped by the watchdog")  # ended before the codes
+    )
+    if entry.stop_reason == StopReason.FAILED and stalled:
         return Explanation(
             "stalled",
             _("The site stopped moving: its crawl worker stopped reporting, and the watchdog failed it."),

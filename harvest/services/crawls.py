@@ -12,6 +12,7 @@ crawl it again from the start; a site already ended is not crawled twice.
 
 from __future__ import annotations
 
+import errno
 import logging
 from datetime import timedelta
 
@@ -21,7 +22,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from harvest.choices import SITE_CRAWL_TRANSITIONS, JobStatus, SiteState, StopReason
+from harvest.choices import SITE_CRAWL_TRANSITIONS, JobFailure, JobStatus, SiteState, StopReason
 from harvest.models import ExternalLink, HarvestInfo, Job, JobConfiguration
 from harvest.services.jobs import job_transition
 from webarchive.history import save_as
@@ -196,6 +197,15 @@ def _end_entry(job: Job, entry: JobConfiguration, *, stop_reason: str) -> None:
     )
 
 
+def _metadata_failure(error: OSError) -> str:
+    """Why the job's metadata could not be written, from the error number (not its words)."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return JobFailure.METADATA_NO_SPACE
+    if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return JobFailure.METADATA_PERMISSION
+    return JobFailure.METADATA
+
+
 def _end_job_if_complete(job: Job) -> bool:
     """End a started job whose sites have all ended (the caller holds the job's lock)."""
     if job.status != JobStatus.STARTED or job.configurations.exclude(state=SiteState.ENDED).exists():
@@ -206,7 +216,10 @@ def _end_job_if_complete(job: Job) -> bool:
         write_job_metadata(job)
     except OSError as error:
         job_transition(
-            job=job, status=JobStatus.FAILED, error=_("The job's metadata could not be written: %s") % error
+            job=job,
+            status=JobStatus.FAILED,
+            error=_("The job's metadata could not be written: %s") % error,
+            failure=_metadata_failure(error),
         )
         return True
     broken = [
@@ -219,6 +232,7 @@ def _end_job_if_complete(job: Job) -> bool:
             status=JobStatus.FAILED,
             error=_("%(count)d site crawl(s) failed in the crawler itself (not on the website):\n%(sites)s")
             % {"count": len(broken), "sites": "\n".join(broken[:50])},
+            failure=JobFailure.CRAWLER_BROKEN,
         )
     else:
         job_transition(job=job, status=JobStatus.DONE)
@@ -274,6 +288,7 @@ def jobs_fail_stalled(*, now=None) -> list[Job]:
                 entry.error = _("Stopped by the watchdog: no progress for %(minutes)d minutes.") % {
                     "minutes": minutes
                 }
+                entry.report = {**(entry.report or {}), "error_code": JobFailure.STALLED.value}
                 _end_entry(job, entry, stop_reason=StopReason.FAILED)
             job_transition(
                 job=job,
@@ -289,6 +304,7 @@ def jobs_fail_stalled(*, now=None) -> list[Job]:
                     "last": timezone.localtime(last).strftime("%Y-%m-%d %H:%M:%S"),
                     "queue": job.queue,
                 },
+                failure=JobFailure.STALLED,
             )
             failed.append(job)
     return failed

@@ -22,8 +22,9 @@ _TIMESTAMPS = {
 
 
 @transaction.atomic
-def job_transition(*, job: Job, status: str, user=None, error: str = "") -> Job:
-    """Move a job to a new status, if that is legal from the status it has now in the database."""
+def job_transition(*, job: Job, status: str, user=None, error: str = "", failure: str = "") -> Job:
+    """Move a job to a new status, if that is legal from the status it has now in the database;
+    a failed job keeps ``error`` (words) and ``failure`` (a ``JobFailure`` code)."""
     require(user, CHANGE, Job)
     job = Job.objects.select_for_update().get(pk=job.pk)
     JOB_TRANSITIONS.apply(job, status)
@@ -33,6 +34,7 @@ def job_transition(*, job: Job, status: str, user=None, error: str = "") -> Job:
     if status == JobStatus.FAILED:
         job.ended_at = now
         job.errors = "\n".join(filter(None, [job.errors, error]))
+        job.failure = failure
     save_as(job, user)
     if status in (JobStatus.DONE, JobStatus.FAILED):
         send_job_statistics(job.pk)

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from harvest import monitoring
-from harvest.choices import JobStatus, StopReason
+from harvest.choices import JobFailure, JobStatus, StopReason
 from harvest.crawler.crawllog import ERROR_STATUS, NO_ANSWER, error_annotation, log_line
 from harvest.crawler.fetch import classify_error
 from harvest.crawler.outcomes import FetchError
@@ -148,7 +148,7 @@ def test_a_fault_inside_the_crawler_fails_the_job_and_says_it_is_ours(testsite, 
 
     monkeypatch.setattr(SiteCrawl, "_queue_links", broken)
     job, entry = crawl(testsite.url("/ok"))
-    assert job.status == JobStatus.FAILED
+    assert job.status == JobStatus.FAILED and job.failure == JobFailure.CRAWLER_BROKEN
     site = explained(entry)
     assert site.cause == "crawler-broken"
     assert "RuntimeError: a bug in link extraction" in site.detail
@@ -164,11 +164,48 @@ def test_a_job_whose_metadata_cannot_be_written_on_a_full_disk(testsite, monkeyp
 
     monkeypatch.setattr("harvest.worker.write_job_metadata", disk_full)
     job, _entry = crawl(testsite.url("/ok"), depth_policy="page")
-    assert job.status == JobStatus.FAILED
+    assert job.status == JobStatus.FAILED and job.failure == JobFailure.METADATA_NO_SPACE
     explanation = monitoring.explain_job_failure(job)
     assert explanation.cause == "metadata"
     assert "disk is full" in explanation.title
     assert "No space left" in explanation.detail
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("number", "words", "title"),
+    [
+        (28, "Aucun espace disponible sur le périphérique", "disk is full"),
+        (13, "Permission non accordée", "may not write there"),
+        (5, "Erreur d'entrée/sortie", "could not be written at its end"),
+    ],
+)
+def test_the_metadata_failure_is_read_from_its_code_whatever_the_workers_language(
+    testsite, monkeypatch, number, words, title
+):
+    """A worker running in French writes French errors: the explanation comes from the code."""
+
+    def fails(job):
+        raise OSError(number, words)
+
+    monkeypatch.setattr("harvest.worker.write_job_metadata", fails)
+    job, _entry = crawl(testsite.url("/ok"), depth_policy="page")
+    Job.objects.filter(pk=job.pk).update(errors=f"Les métadonnées du job n'ont pu être écrites : {words}")
+    job.refresh_from_db()
+    explanation = monitoring.explain_job_failure(job)
+    assert explanation.cause == "metadata" and title in explanation.title
+
+
+@pytest.mark.django_db
+def test_a_job_failed_before_the_codes_is_explained_from_its_words():
+    job = job_for_sites([("127.0.0.1", "http://127.0.0.1:9/")])
+    Job.objects.filter(pk=job.pk).update(
+        status=JobStatus.FAILED,
+        errors="The job's metadata could not be written: [Errno 13] Permission denied",
+        failure="",
+    )
+    job.refresh_from_db()
+    assert "may not write there" in monitoring.explain_job_failure(job).title
 
 
 @pytest.mark.django_db
@@ -180,8 +217,16 @@ def test_a_stalled_job_failed_by_the_watchdog(settings):
     jobs_fail_stalled(now=timezone.now() + timedelta(seconds=601))
     job.refresh_from_db()
     entry.refresh_from_db()
+    assert job.failure == JobFailure.STALLED and entry.report["error_code"] == JobFailure.STALLED
     assert monitoring.explain_job_failure(job).cause == "stalled"
     assert "worker" in monitoring.explain_job_failure(job).action
+    assert explained(entry).cause == "stalled"
+    # Written by a worker in French, the errors say other words: the codes still decide.
+    Job.objects.filter(pk=job.pk).update(errors="Aucun site de ce job n'a progressé depuis 10 minutes.")
+    JobConfiguration.objects.filter(pk=entry.pk).update(error="Arrêté par le chien de garde.")
+    job.refresh_from_db()
+    entry.refresh_from_db()
+    assert monitoring.explain_job_failure(job).cause == "stalled"
     assert explained(entry).cause == "stalled"
 
 
