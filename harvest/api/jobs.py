@@ -11,7 +11,7 @@ from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
-from harvest.choices import JobStatus, SiteState, StopReason
+from harvest.choices import JobFailure, JobStatus, SiteState, StopReason
 from harvest.filtersets import (
     JobFilterSet,
     SiteCrawlFilterSet,
@@ -32,6 +32,9 @@ from webarchive.permissions import CHANGE, Area
 
 
 class JobSerializer(ModelSerializer):
+    # Empty until the job fails (and for jobs that failed before the codes): the schema says so.
+    failure = serializers.ChoiceField(choices=JobFailure.choices, allow_blank=True, read_only=True)
+
     class Meta:
         model = Job
         fields = [
