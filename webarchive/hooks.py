@@ -40,14 +40,6 @@ class Hook:
             self._providers.append(provider)
         return provider
 
-    def disconnect(self, provider: Callable[..., Any]) -> None:
-        if provider in self._providers:
-            self._providers.remove(provider)
-
-    @property
-    def provided(self) -> bool:
-        return bool(self._providers)
-
     def call(self, *args, **kwargs) -> Any:
         """The first provider's answer, or the default's; :class:`HookNotProvided` if there is neither."""
         if self._providers:

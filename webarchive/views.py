@@ -12,6 +12,7 @@ from django.contrib.auth.mixins import AccessMixin
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, resolve_url
+from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
 from django.views.generic import DetailView, FormView, ListView, TemplateView, View
@@ -24,6 +25,12 @@ from webarchive.navigation import pages_for, saved_searches_for
 from webarchive.permissions import VIEW, Area, can, can_enter, permitted, restrict
 from webarchive.services import user_token_regenerate
 from webarchive.tables import Column, Table, display_value
+
+
+def htmx_response(request, response):
+    """The fragment and the page share a URL: caches must keep them apart."""
+    patch_vary_headers(response, ["HX-Request"])
+    return response
 
 
 def safe_next_url(request, default) -> str:

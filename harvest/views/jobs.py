@@ -15,7 +15,6 @@ from django.core.paginator import Paginator
 from django.db.models import Case, Count, Sum, Value, When
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
-from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.generic import View
@@ -36,6 +35,7 @@ from webarchive.views import (
     ObjectDetailView,
     ObjectListView,
     PermittedActionsMixin,
+    htmx_response,
     safe_next_url,
 )
 
@@ -82,12 +82,6 @@ def job_actions(job: Job, allowed: dict[str, bool]) -> dict[str, bool]:
         "stop": may_change and job.status in ACTIVE and job.stop_requested_at is None,
         "resubmit": may_change and JobStatus.RESUBMITTED in JOB_TRANSITIONS[job.status],
     }
-
-
-def htmx_response(request, response):
-    """The fragment and the page share a URL: caches must keep them apart."""
-    patch_vary_headers(response, ["HX-Request"])
-    return response
 
 
 # Pages -----------------------------------------------------------------------------------------

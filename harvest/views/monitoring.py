@@ -11,9 +11,9 @@ from django.views.generic import TemplateView
 
 from harvest import hooks, monitoring
 from harvest.models import Job
-from harvest.views.jobs import RunningJobsView, htmx_response, url_bar
+from harvest.views.jobs import RunningJobsView, url_bar
 from webarchive.permissions import VIEW, Area
-from webarchive.views import AreaRequiredMixin
+from webarchive.views import AreaRequiredMixin, htmx_response
 
 POLL_SECONDS = 10
 RUNNING_SHOWN = 50

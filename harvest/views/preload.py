@@ -28,7 +28,6 @@ from harvest.services.preload import (
     statistics_rows,
 )
 from harvest.tables import PreloadRunTable
-from harvest.views.jobs import htmx_response
 from webarchive.csvfiles import csv_response
 from webarchive.permissions import ADD, CHANGE, VIEW, Area
 from webarchive.views import (
@@ -37,6 +36,7 @@ from webarchive.views import (
     PermittedActionsMixin,
     RestrictedQuerysetMixin,
     ServiceFormView,
+    htmx_response,
 )
 
 SOURCE_SLOTS = 3

@@ -17,11 +17,11 @@ from harvest.services import planning as planning_services
 from harvest.tables import TemplateTable, TrapListTable
 from harvest.views.base import PLANNING, PlanningFormView
 from webarchive.permissions import ADD, CHANGE
+from webarchive.tables import display_value
 from webarchive.views import (
     ObjectDetailView,
     ObjectListView,
     PermittedActionsMixin,
-    display_value,
 )
 
 # Templates -------------------------------------------------------------------------------------

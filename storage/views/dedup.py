@@ -12,7 +12,6 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
-from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.generic import DetailView, View
@@ -36,15 +35,10 @@ from webarchive.views import (
     PermittedActionsMixin,
     RestrictedQuerysetMixin,
     ServiceFormView,
+    htmx_response,
 )
 
 POLL_SECONDS = 3
-
-
-def htmx_response(request, response):
-    """The fragment and the page share a URL: caches must keep them apart."""
-    patch_vary_headers(response, ["HX-Request"])
-    return response
 
 
 def dedup_run_offers(run: DedupRun) -> dict[str, bool]:

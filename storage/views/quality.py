@@ -22,7 +22,6 @@ from django.views.generic import TemplateView, View
 
 from harvest.choices import StopReason
 from harvest.models import Job, JobConfiguration
-from harvest.views.jobs import htmx_response
 from storage.forms import SiteNoteForm
 from storage.models import Capture, HarvestNote
 from storage.selectors_quality import (
@@ -36,7 +35,7 @@ from storage.selectors_quality import (
 from storage.services.quality import harvest_note_add_to_site
 from storage.views.pages import planning_links
 from webarchive.permissions import ADD, VIEW, Area, permitted, restrict
-from webarchive.views import AreaRequiredMixin, apply_validation_error
+from webarchive.views import AreaRequiredMixin, apply_validation_error, htmx_response
 
 SITES_PER_PAGE = 50
 NOTES_FRAGMENT = "storage/job_quality_notes.html"
