@@ -381,11 +381,13 @@ def _get_list(params: Mapping, name: str) -> list[str]:
 # -- answering ----------------------------------------------------------------------------------------
 
 
-def captures_lookup(query: CdxQuery) -> Iterator[Capture]:
-    """The captures a query asks for, in its order, filtered and limited; read lazily, in chunks."""
+def captures_lookup(query: CdxQuery, captures=None) -> Iterator[Capture]:
+    """The captures a query asks for, in its order, filtered and limited; read lazily, in chunks.
+
+    ``captures`` are those the caller may read (storage.access.visible_captures); all by default."""
     if query.matches_nothing:
         return iter(())
-    captures = Capture.objects.select_related("warc_file")
+    captures = (Capture.objects.all() if captures is None else captures).select_related("warc_file")
     if query.end_key is None:
         captures = captures.filter(urlkey=query.key)
     else:

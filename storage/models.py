@@ -135,6 +135,8 @@ class WarcFile(models.Model):
     class Meta:
         verbose_name = _("WARC file")
         verbose_name_plural = _("WARC files")
+        # Reading a file's bytes (/warcs/, a capture's raw record): engineers and the replay account.
+        permissions = [("download_warcfile", _("Can download the bytes of WARC files"))]
         ordering = ["-created_at", "name"]
         indexes = [models.Index(fields=["job", "created_at"])]
 
@@ -168,6 +170,23 @@ class WarcFile(models.Model):
             return Path(self.path).open("rb")  # closed and renamed between the look and the open
 
 
+class CaptureQuerySet(models.QuerySet):
+    # Anonymous visitors may read open captures when the site allows it (ACCESS_ANONYMOUS):
+    # webarchive.permissions.restrict() lets them through to restrict() below.
+    public_view = True
+
+    def restrict(self, user, action):
+        """The captures the user may read from where the request came (storage.access); staff: all."""
+        if (
+            action == "view"
+            and user is not None
+            and not user.is_authenticated
+            and not settings.ACCESS_ANONYMOUS
+        ):
+            return self.none()
+        return access.visible_captures(self, access.viewer_of(user))
+
+
 class Capture(models.Model):
     """One record of the archive as the CDX API serves it: SURT key, timestamp, where its bytes are."""
 
@@ -199,6 +218,8 @@ class Capture(models.Model):
         verbose_name=_("job"),
         db_index=False,  # the (job, urlkey) index below serves it
     )
+
+    objects = CaptureQuerySet.as_manager()
 
     class Meta:
         verbose_name = _("capture")
@@ -576,3 +597,9 @@ class HarvestNote(models.Model):
 
     def __str__(self):
         return f"{self.record} / {self.job}: {self.text[:50]}"
+
+
+# Access rules and exclusions live in their own module; imported here so that Django finds them.
+# Who may read which capture (CaptureQuerySet.restrict); it reads the models above.
+from storage import access  # noqa: E402
+from storage.models_access import AccessRule, Exclusion  # noqa: E402, F401

@@ -2,19 +2,26 @@
 
 pywb monkey-patches the standard library with gevent when it starts, so it is
 never imported here, nor anywhere in Django or Celery: this module only writes
-pywb's ``config.yaml`` from our settings and says how to start pywb's own
-``wayback`` server on it (``manage.py replay`` does both). pywb reads the
-archive through this application: its collection's index is our CDX API
-(``/cdx``, as pywb's remote "cdx" index source) and its WARC files come from our
-byte-range endpoint (``/warcs/<filename>``), both with the read-only token of
-the replay service account as HTTP Basic credentials in the URL, which is how
-pywb's remote index source and HTTP loader authenticate. pywb's templates are
-overridden where it supports it (``banner_html``, ``error_html``), by small
-templates that extend or include its own (``replay_templates/``).
+pywb's ``config.yaml`` (and the replay gate's ``gate.json``) from our settings
+and says how to start pywb behind the gate (``manage.py replay`` does both).
+pywb reads the archive through this application: its collections' index is our
+CDX API (``/cdx``, as pywb's remote "cdx" index source) and its WARC files come
+from our byte-range endpoint (``/warcs/<filename>``), both with the token of the
+replay service account as HTTP Basic credentials in the URL, which is how pywb's
+remote index source and HTTP loader authenticate.
+
+Who may replay what is decided here, not in pywb: pywb has one collection per
+kind of viewer (storage.access profiles), whose index is the CDX API narrowed
+to that viewer (``access=<profile>``), and the gate (storage/replay_gate.py)
+lets a browser into a collection only with a ticket the application signed for
+its address (storage.views.replay_entry). pywb's templates are overridden where
+it supports it (``banner_html``, ``head_insert_html``, ``error_html``,
+``not_found_html``), by small templates that extend or include its own.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -26,20 +33,45 @@ import yaml
 from django.conf import settings
 from django.urls import NoReverseMatch, reverse
 
+from storage.access import PROFILES
+from storage.replay_ticket import ticket_key
+
 # Our pywb template overrides, copied next to the config (pywb looks for templates in ./templates).
 TEMPLATES_DIR = Path(__file__).resolve().parent / "replay_templates"
 BANNER_TEMPLATE = "webarchive_banner.html"
+HEAD_INSERT_TEMPLATE = "webarchive_head_insert.html"
 ERROR_TEMPLATE = "webarchive_error.html"
+NOT_FOUND_TEMPLATE = "webarchive_not_found.html"
 CONFIG_NAME = "config.yaml"
+GATE_CONFIG_NAME = "gate.json"
+GATE_SCRIPT = Path(__file__).resolve().parent / "replay_gate.py"
+TICKET_SCRIPT = Path(__file__).resolve().parent / "replay_ticket.py"
+# Profiles that may have the bytes as archived (pywb's id_ mode): those who may download WARC files.
+RAW_PROFILES = ("staff",)
 REPLAY_ACCOUNT = "replay"
 # What pywb asks the CDX API (it adds limit and matchType when it needs them).
 CDX_QUERY = "?url={url}&closest={closest}&sort=closest"
 
 
 def replay_url(url: str, timestamp14: str) -> str:
-    """The pywb address of ``url`` as captured at ``timestamp14`` (pywb picks the closest capture)."""
-    base = settings.REPLAY_URL.rstrip("/") + "/"
-    return f"{base}{settings.REPLAY_COLLECTION}/{timestamp14}/{url}"
+    """Where to replay ``url`` as captured at ``timestamp14``: the application's replay entry, which
+    checks the access rules and sends the browser on to pywb with a ticket (storage.views.replay_entry)."""
+    return reverse("storage:replay_entry", kwargs={"stamp": timestamp14, "url": url})
+
+
+def profile_collection(profile: str) -> str:
+    """pywb's collection for one kind of viewer: ``archive-public``, ``archive-reader``…"""
+    return f"{settings.REPLAY_COLLECTION}-{profile}"
+
+
+def pywb_url(profile: str, stamp: str, url: str) -> str:
+    """The path in pywb of ``url`` at ``stamp`` (a timestamp, perhaps with a modifier) for a profile."""
+    return f"/{profile_collection(profile)}/{stamp}/{url}"
+
+
+def gate_ticket_key() -> str:
+    """The key replay tickets are signed with (derived from SECRET_KEY)."""
+    return ticket_key(settings.SECRET_KEY)
 
 
 def _application_url(name: str, **kwargs) -> str:
@@ -81,19 +113,21 @@ def replay_config(*, token: str) -> dict:
     }
     return {
         "collections": {
-            settings.REPLAY_COLLECTION: {
+            profile_collection(profile): {
                 # pywb's remote CDX source written out rather than as "cdx+URL": from that short form
                 # pywb derives a "load_url" (the CDX URL's directory + "{timestamp}id_/{url}",
                 # credentials included) that it adds to every capture of its own /cdx answers, where
                 # any reader would see the token, and fetches as a live-web fallback when a WARC
-                # record cannot be read. The query is the one the short form sends.
+                # record cannot be read. The query is the one the short form sends, narrowed to the
+                # captures this kind of viewer may read.
                 "index": {
                     "type": "cdx",
-                    "api_url": _with_credentials(cdx_url, token) + CDX_QUERY,
+                    "api_url": _with_credentials(cdx_url, token) + CDX_QUERY + f"&access={profile}",
                     "replay_url": "",
                 },
                 "archive_paths": _with_credentials(warcs_url, token),
-            },
+            }
+            for profile in PROFILES
         },
         # Only the collection above: no collections found on disk, no live web, no recording, no
         # proxy mode (none of the "live", "recorder" or "proxy" keys, and `wayback` is started without
@@ -102,8 +136,25 @@ def replay_config(*, token: str) -> dict:
         "framed_replay": True,
         "enable_memento": True,
         "banner_html": BANNER_TEMPLATE,
+        "head_insert_html": HEAD_INSERT_TEMPLATE,
         "error_html": ERROR_TEMPLATE,
+        "not_found_html": NOT_FOUND_TEMPLATE,
         "ui": ui,
+    }
+
+
+def gate_config() -> dict:
+    """The replay gate's configuration (gate.json): the ticket key, the collections and where to send
+    a browser without a ticket."""
+    return {
+        "key": gate_ticket_key(),
+        "collection": settings.REPLAY_COLLECTION,
+        "collections": {profile: profile_collection(profile) for profile in PROFILES},
+        "raw_profiles": [profile for profile in RAW_PROFILES if profile in PROFILES],
+        "entry_url": _application_url("storage:replay_entry", stamp="0", url="u").removesuffix("0/u"),
+        "home_url": _application_url("area", area="access"),
+        "client_address_header": settings.ACCESS_CLIENT_ADDRESS_HEADER,
+        "secure_cookie": urlsplit(settings.REPLAY_URL).scheme == "https",
     }
 
 
@@ -126,27 +177,41 @@ def replay_config_write(*, directory: Path, config: dict) -> Path:
     os.fchmod(descriptor, 0o600)
     with os.fdopen(descriptor, "w", encoding="utf-8") as out:
         out.write(text)
+    gate = directory / GATE_CONFIG_NAME
+    descriptor = os.open(gate, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        json.dump(gate_config(), out, indent=2)
     templates = directory / "templates"
     templates.mkdir(exist_ok=True)
     for template in TEMPLATES_DIR.glob("*.html"):
         shutil.copyfile(template, templates / template.name)
+    # The gate and the ticket check beside the configuration: a pywb run elsewhere needs nothing else.
+    for script in (GATE_SCRIPT, TICKET_SCRIPT):
+        shutil.copyfile(script, directory / script.name)
     return path
 
 
 @dataclass(frozen=True)
 class WaybackCommand:
-    """How to start pywb's ``wayback`` on a written configuration: argv, working directory, environment."""
+    """How to start pywb behind the gate on a written configuration: argv, working directory, environment."""
 
     argv: list[str]
     cwd: Path
     env: dict[str, str]
 
 
+def pywb_installed() -> bool:
+    """Whether pywb is installed next to this Python (its ``wayback`` script is there)."""
+    return (Path(sys.executable).parent / "wayback").exists()
+
+
 def wayback_command(*, directory: Path, host: str, port: int) -> WaybackCommand:
-    """pywb's ``wayback`` next to this Python, run in ``directory`` (where it reads ./config.yaml)."""
-    executable = Path(sys.executable).parent / "wayback"
+    """pywb's app behind the replay gate (the copy of replay_gate.py in ``directory``), run with this
+    Python in ``directory``, where it reads ./config.yaml and ./gate.json."""
     # Our PYTHONPATH (the project) must not leak into pywb's interpreter, and PYWB_CONFIG_FILE would
     # make pywb read another configuration than the one just written.
     env = {key: value for key, value in os.environ.items() if key != "PYWB_CONFIG_FILE"}
     env["PYTHONPATH"] = ""
-    return WaybackCommand(argv=[str(executable), "--bind", host, "--port", str(port)], cwd=directory, env=env)
+    argv = [sys.executable, str(directory / GATE_SCRIPT.name), "--bind", host, "--port", str(port)]
+    return WaybackCommand(argv=argv, cwd=directory, env=env)

@@ -1,8 +1,16 @@
-"""The Access pages (search the archive by URL, captures, WARC files), the deduplication pages and the
-storage pages (nodes, replicas, history, alerts, statistics)."""
+"""The Access pages (the reading room, search the archive by URL, captures, WARC files, replay, access
+rules and exclusions), the deduplication pages and the storage pages (nodes, replicas, history,
+alerts, statistics)."""
 
-from storage.views import dedup, pages, storage_nodes
+from storage.views import access_rules, dedup, pages, reading_room, replay_entry, storage_nodes
 
 app_name = "storage"
 
-urlpatterns = [*pages.urlpatterns, *dedup.urlpatterns, *storage_nodes.urlpatterns]
+urlpatterns = [
+    *pages.urlpatterns,
+    *replay_entry.urlpatterns,
+    *reading_room.urlpatterns,
+    *access_rules.urlpatterns,
+    *dedup.urlpatterns,
+    *storage_nodes.urlpatterns,
+]

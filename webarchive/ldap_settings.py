@@ -17,7 +17,7 @@ AUTH_LDAP_SERVER_URI = env("AUTH_LDAP_SERVER_URI", default="")
 # Role name -> group DN; read by webarchive.ldap.RoleMappingLDAPBackend.
 AUTH_LDAP_ROLE_GROUPS = {
     role: env(f"AUTH_LDAP_{role.upper()}_GROUP", default="")
-    for role in ("librarian", "curator", "engineer", "manager")
+    for role in ("librarian", "curator", "engineer", "manager", "reader")
 }
 AUTH_LDAP_ROLE_GROUPS = {role: dn for role, dn in AUTH_LDAP_ROLE_GROUPS.items() if dn}
 

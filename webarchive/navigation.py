@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
-from webarchive.permissions import VIEW, Area, areas_for, can
+from webarchive.permissions import VIEW, Area, areas_for, can, is_archive_staff
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,7 @@ class Page:
     url_name: str
     model: str | None = None  # "app_label.model": listed only to users who may do ``action`` on it
     action: str = VIEW
+    staff: bool = False  # listed only to the people who run the archive, not to readers
 
 
 AREA_PAGES: dict[Area, list[Page]] = {
@@ -56,8 +57,11 @@ AREA_PAGES: dict[Area, list[Page]] = {
         Page(_("Comparisons"), "reports:compare", "harvest.jobstatistics"),
     ],
     Area.ACCESS: [
+        Page(_("Reading room"), "storage:reading_room", "storage.capture"),
         Page(_("Search the archive"), "storage:search", "storage.capture"),
-        Page(_("REST API documentation"), "api-docs"),
+        Page(_("Access rules"), "storage:accessrule_list", "storage.accessrule"),
+        Page(_("Exclusions"), "storage:exclusion_list", "storage.exclusion"),
+        Page(_("REST API documentation"), "api-docs", staff=True),
     ],
     Area.ADMIN: [],
 }
@@ -73,7 +77,8 @@ def pages_for(user, area: Area) -> list[dict]:
     return [
         {"label": page.label, "url": reverse(page.url_name)}
         for page in AREA_PAGES[area]
-        if page.model is None or can(user, page.action, apps.get_model(page.model))
+        if (page.model is None or can(user, page.action, apps.get_model(page.model)))
+        and (not page.staff or is_archive_staff(user))
     ]
 
 

@@ -29,12 +29,18 @@ from django.utils.translation import gettext_lazy as _
 
 
 class Role(models.TextChoices):
-    """The four roles of the people who run a web archive."""
+    """The four roles of the people who run a web archive, and the readers who consult it."""
 
     LIBRARIAN = "librarian", _("Librarian")
     CURATOR = "curator", _("Digital curator")
     ENGINEER = "engineer", _("Crawl engineer")
     MANAGER = "manager", _("Manager")
+    READER = "reader", _("Reader")
+
+
+# The people who run the archive: they see every capture (access rules and exclusions bind readers
+# and anonymous visitors, see storage.access), readers only what the rules open to them.
+STAFF_ROLES = frozenset(Role) - {Role.READER}
 
 
 class Area(models.TextChoices):
@@ -51,10 +57,11 @@ class Area(models.TextChoices):
 AREA_ROLES: dict[Area, frozenset[Role]] = {
     # Everyone may consult the selection (BnF: managers overview their teams'
     # work); writing there is for librarians in their collections and curators.
-    Area.SELECTION: frozenset(Role),
+    Area.SELECTION: STAFF_ROLES,
     Area.PLANNING: frozenset({Role.CURATOR, Role.ENGINEER}),
     Area.OPERATIONS: frozenset({Role.ENGINEER}),
     Area.REPORTS: frozenset({Role.MANAGER, Role.CURATOR, Role.ENGINEER}),
+    # Readers see Access (search, captures, replay) and nothing else.
     Area.ACCESS: frozenset(Role),
     Area.ADMIN: frozenset(),  # superusers only
 }
@@ -76,7 +83,12 @@ _READER = {
 }
 
 # The archive itself (the Access area, open to every role): captures and the files they are in.
+# Staff see the files' pages; downloading WARC bytes (``/warcs/``, a capture's raw record) is the
+# engineers' (and the replay account's) alone: ``DOWNLOAD`` on WARC files.
+DOWNLOAD = "download"
 _ARCHIVE_READER = {"storage.warcfile": (VIEW,), "storage.capture": (VIEW,)}
+# Readers: the captures their access rules open to them (storage.access), nothing else.
+_CAPTURE_READER = {"storage.capture": (VIEW,)}
 
 # Reading what was planned and harvested (reports, the planning pages).
 _HARVEST_READER = {
@@ -152,6 +164,9 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         # Configuration, not an archival object: a rule may be withdrawn.
         "selection.compatibilityrule": ALL,
         "storage.harvestnote": (VIEW, ADD),
+        # Who may read what in the archive: access rules and exclusions (take-downs), with history.
+        "storage.accessrule": (VIEW, ADD, CHANGE),
+        "storage.exclusion": (VIEW, ADD, CHANGE),
     },
     Role.ENGINEER: {
         **_READER,
@@ -163,6 +178,7 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         "harvest.preloadrun": (VIEW, ADD, CHANGE),
     },
     Role.MANAGER: {**_READER, **_ARCHIVE_READER, **_HARVEST_READER},
+    Role.READER: {**_CAPTURE_READER},
 }
 
 METHOD_ACTIONS = {
@@ -194,6 +210,12 @@ def is_administrator(user: User) -> bool:
     return bool(user.is_authenticated and user.is_active and user.is_superuser)
 
 
+def is_archive_staff(user: User) -> bool:
+    """Whether the user runs the archive (an administrator or any role but reader): staff see every
+    capture, excluded and closed ones included; readers and anonymous visitors what the rules allow."""
+    return is_administrator(user) or bool(user_roles(user) & STAFF_ROLES)
+
+
 def can_enter(user: User, area: Area | str) -> bool:
     """Whether the user may open pages of an area."""
     if is_administrator(user):
@@ -219,7 +241,10 @@ def can(user: User, action: str, model: type[models.Model]) -> bool:
 
 def restrict(queryset: models.QuerySet, user: User, action: str = VIEW) -> models.QuerySet:
     """The part of a queryset the user may act on; empty when the role does not allow it."""
-    if not can(user, action, queryset.model):
+    # A model whose QuerySet says so (captures: ``public_view``) shows anonymous visitors the rows its
+    # restrict() lets through (when the site allows anonymous reading at all: the QuerySet knows).
+    public = action == VIEW and not user.is_authenticated and getattr(queryset, "public_view", False)
+    if not can(user, action, queryset.model) and not public:
         return queryset.none()
     if hasattr(queryset, "restrict"):
         return queryset.restrict(user, action)

@@ -172,10 +172,21 @@ REPORT_FEW_URLS = env.int("REPORT_FEW_URLS", default=10)
 # bytes) and where its banner links back to.
 REPLAY_URL = env("REPLAY_URL", default="http://127.0.0.1:8080/")
 REPLAY_COLLECTION = env("REPLAY_COLLECTION", default="archive")
-# Where `manage.py replay` makes pywb listen: loopback unless told otherwise (who can reach pywb can
-# read the whole archive); the port is REPLAY_PORT, else that of REPLAY_URL, else 8080.
+# Where `manage.py replay` makes pywb listen: loopback unless told otherwise (the replay gate in front
+# of pywb lets through only what the application's access rules allowed, see storage.replay_gate);
+# the port is REPLAY_PORT, else that of REPLAY_URL, else 8080.
 REPLAY_HOST = env("REPLAY_HOST", default="127.0.0.1")
 REPLAY_PORT = env.int("REPLAY_PORT", default=None)
+# How long a replay ticket (the application's signed leave to replay, bound to one address) lasts;
+# the gate sends a browser whose ticket ran out back to the application for a new one.
+REPLAY_TICKET_SECONDS = env.int("REPLAY_TICKET_SECONDS", default=600)
+
+# Who may read what (storage.access, docs/access.md): the reading rooms' networks (CIDR, comma
+# separated), whether anonymous visitors may read what is open at all, and, behind a reverse proxy,
+# the header that carries the client's address (the proxy's own address is in REMOTE_ADDR).
+ACCESS_READING_ROOMS = env.list("ACCESS_READING_ROOMS", default=[])
+ACCESS_ANONYMOUS = env.bool("ACCESS_ANONYMOUS", default=DEBUG)
+ACCESS_CLIENT_ADDRESS_HEADER = env("ACCESS_CLIENT_ADDRESS_HEADER", default="")
 # The most captures one /cdx query returns (a larger limit is lowered to it).
 CDX_MAX_LIMIT = env.int("CDX_MAX_LIMIT", default=100_000)
 WEBARCHIVE_URL = env(
@@ -217,6 +228,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Where the request comes from (a reading room?), for the access rules of captures.
+    "storage.access.AccessAddressMiddleware",
     "webarchive.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",

@@ -15,16 +15,23 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from storage.models import Capture, WarcFile
-from webarchive.permissions import VIEW
+from webarchive.permissions import DOWNLOAD, VIEW
 from webarchive.services import user_token_regenerate
 
 REPLAY_USERNAME = "replay"
-REPLAY_MODELS = (Capture, WarcFile)
+# Exactly these permissions: view captures and WARC files, and read the files' bytes.
+REPLAY_PERMISSIONS = ((Capture, VIEW), (WarcFile, VIEW), (WarcFile, DOWNLOAD))
+
+
+def is_replay_account(user) -> bool:
+    """Whether the user is the replay process (which tells the CDX API whose view it asks for)."""
+    return bool(user is not None and user.is_authenticated and user.get_username() == REPLAY_USERNAME)
 
 
 @transaction.atomic
 def replay_account_ensure() -> str:
-    """Create or repair the replay account (view captures and WARC files, nothing else); its token key."""
+    """Create or repair the replay account (view captures, view and read WARC files, nothing else); its
+    token key."""
     user, _created = get_user_model().objects.get_or_create(username=REPLAY_USERNAME)
     user.is_active = True
     user.is_staff = user.is_superuser = False
@@ -37,9 +44,9 @@ def replay_account_ensure() -> str:
         [
             Permission.objects.get(
                 content_type=ContentType.objects.get_for_model(model),
-                codename=f"{VIEW}_{model._meta.model_name}",
+                codename=f"{action}_{model._meta.model_name}",
             )
-            for model in REPLAY_MODELS
+            for model, action in REPLAY_PERMISSIONS
         ]
     )
     token, _created = Token.objects.get_or_create(user=user)

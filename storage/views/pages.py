@@ -12,23 +12,28 @@ import re
 from datetime import UTC, datetime
 from urllib.parse import urlencode
 
+from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
+from django.contrib.auth.views import redirect_to_login
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
+from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.views.generic import DetailView, TemplateView, View
 from django.views.generic.detail import SingleObjectMixin
 
 from harvest.models import Domain, HarvestDefinition, Job
-from storage import selectors
+from storage import access, selectors
 from storage.filtersets import CaptureFilterSet
 from storage.forms import CaptureSearchForm, MatchType
 from storage.models import Capture, WarcFile
 from storage.replay import replay_url
 from storage.tables import CaptureTable, CaptureUrlTable
 from storage.warcindex import cdx_mime
-from webarchive.permissions import VIEW, Area, can_enter, permitted, restrict
+from webarchive.permissions import DOWNLOAD, VIEW, Area, can, can_enter, is_archive_staff, permitted, restrict
 from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerysetMixin
 
 CAPTURES_PER_PAGE = 100
@@ -57,16 +62,40 @@ def with_replay(captures):
 
 
 class AccessAreaMixin(AreaRequiredMixin):
-    """Access area, and the view permission on captures."""
+    """Access area, and the view permission on captures; ``staff_only`` pages (a WARC file, the
+    captures of a job or a domain) are for the people who run the archive, not for readers."""
 
     area = Area.ACCESS
     model_permission = (VIEW, Capture)
+    staff_only = False
+
+    def dispatch(self, request, *args, **kwargs):
+        if self.staff_only and request.user.is_authenticated and not is_archive_staff(request.user):
+            raise PermissionDenied(_("This page is for the archive's staff."))
+        return super().dispatch(request, *args, **kwargs)
+
+
+@method_decorator(login_not_required, name="dispatch")
+class ReadingMixin(AccessAreaMixin):
+    """A page of the archive readers read (search, a capture, the reading room): anonymous visitors
+    too when the site allows anonymous reading (``ACCESS_ANONYMOUS``), who see what is open."""
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated:
+            return super().dispatch(request, *args, **kwargs)
+        if not settings.ACCESS_ANONYMOUS:
+            return redirect_to_login(request.get_full_path())
+        return View.dispatch(self, request, *args, **kwargs)  # no role to check: restrict() decides
+
+    def get_queryset(self):
+        # Captures are narrowed for everyone by restrict() (anonymous visitors included).
+        return restrict(super(RestrictedQuerysetMixin, self).get_queryset(), self.request.user)
 
 
 # Search ---------------------------------------------------------------------------------------------
 
 
-class SearchView(AccessAreaMixin, TemplateView):
+class SearchView(ReadingMixin, TemplateView):
     """The captures of a URL by year and month, or the URLs under a prefix with their capture counts."""
 
     template_name = "storage/search.html"
@@ -169,8 +198,9 @@ def _integer(value) -> int | None:
 # One capture ----------------------------------------------------------------------------------------
 
 
-class CaptureDetailView(AccessAreaMixin, RestrictedQuerysetMixin, DetailView):
-    """A capture: where it is, what it is, its headers read from its file, and where to replay it."""
+class CaptureDetailView(ReadingMixin, RestrictedQuerysetMixin, DetailView):
+    """A capture: where it is, what it is, its headers read from its file, the access rule that lets
+    the reader read it, and where to replay it. A capture the reader may not read is not found."""
 
     queryset = Capture.objects.select_related("warc_file", "job__harvest_definition").defer(
         "job__template_settings", "job__crawler_traps"
@@ -193,15 +223,21 @@ class CaptureDetailView(AccessAreaMixin, RestrictedQuerysetMixin, DetailView):
                 "same_url_count": captures.filter(urlkey=capture.urlkey).count(),
                 "search_url": search_link(capture.url),
                 "planning": planning_links(user),
+                "decision": access.capture_decision(capture, access.viewer_of_request(self.request)),
+                "staff": is_archive_staff(user),
+                "may_download": can(user, DOWNLOAD, WarcFile),
             }
         )
         return context
 
 
 class CaptureRawView(AccessAreaMixin, RestrictedQuerysetMixin, SingleObjectMixin, View):
-    """The capture's record as stored (decompressed), as a download; a file not on disk is a 503 page."""
+    """The capture's record as stored (decompressed), as a download, for those who may download WARC
+    bytes (engineers); a file not on disk is a 503 page."""
 
     queryset = Capture.objects.select_related("warc_file")
+    model_permission = (DOWNLOAD, WarcFile)
+    permission_denied_message = _("Downloading records as stored is for crawl engineers.")
 
     def get(self, request, *args, **kwargs):
         capture = self.get_object()
@@ -277,6 +313,7 @@ def raw_content_type(name: str) -> str:
 class WarcFileDetailView(AccessAreaMixin, RestrictedQuerysetMixin, DetailView):
     """A file of the archive: name, origin, where it is, size, checksum, its job, and its captures."""
 
+    staff_only = True
     queryset = WarcFile.objects.select_related("job__harvest_definition").defer(
         "job__template_settings", "job__crawler_traps"
     )
@@ -313,6 +350,7 @@ class CaptureListView(AccessAreaMixin, ObjectListView):
     """A paginated, filterable table of captures in key order, with their counts by MIME type and status."""
 
     template_name = "storage/capture_list.html"
+    staff_only = True
     filterset_class = CaptureFilterSet
     table_class = CaptureUrlTable
     paginate_by = CAPTURES_PER_PAGE

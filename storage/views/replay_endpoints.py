@@ -5,32 +5,39 @@ challenge, not the login page. A request is accepted from a logged-in session,
 with ``Authorization: Token <key>`` (the REST API's tokens), or with HTTP Basic
 whose password is a token and whose user name is the token owner's (what pywb
 sends for ``http://replay:KEY@host/cdx``, see :mod:`storage.services.replay`).
-The user then needs the view permission on captures (``/cdx``) or on WARC
-files (``/warcs/``), decided by :mod:`webarchive.permissions` like every page.
+The user then needs the view permission on captures (``/cdx``) or the download
+permission on WARC files (``/warcs/``: engineers and the replay account), decided by
+:mod:`webarchive.permissions` like every page. ``/cdx`` lists only the captures the
+caller may read from where they ask (storage.access); the replay process says for
+whom it asks with ``access=<profile>`` (one pywb collection per kind of viewer).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import json
 import logging
 import os
 import re
 from functools import wraps
 
 from django.contrib.auth.decorators import login_not_required
+from django.db.models import F
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
 from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
+from storage import access
 from storage.backends import OutsideNode
 from storage.cdx import CdxQuery, CdxQueryError, captures_lookup
 from storage.models import Capture, WarcFile
 from storage.services.placement import good_replicas
+from storage.services.replay import is_replay_account
 from storage.services.replication import warc_file_open
-from webarchive.permissions import VIEW, can
+from webarchive.permissions import DOWNLOAD, VIEW, can
 
 logger = logging.getLogger(__name__)
 
@@ -69,8 +76,9 @@ def _token_user(request):
     return None
 
 
-def archive_reader(model):
-    """Let in a session or token user allowed to view ``model``: 401 (with a challenge) or 403 otherwise."""
+def archive_reader(model, action: str = VIEW):
+    """Let in a session or token user allowed to ``action`` on ``model``: 401 (with a challenge) or 403
+    otherwise."""
 
     def decorator(view):
         @login_not_required  # answered here with 401, not sent to the login page
@@ -90,12 +98,13 @@ def archive_reader(model):
                         "(Authorization: Token KEY, or HTTP Basic with the token as password)."
                     )
                 )
-            if not can(user, VIEW, model):
-                return _text(
+            if not can(user, action, model):
+                message = (
                     _("Your role does not allow you to view %(things)s.")
-                    % {"things": model._meta.verbose_name_plural},
-                    403,
+                    if action == VIEW
+                    else _("Your role does not allow you to download %(things)s.")
                 )
+                return _text(message % {"things": model._meta.verbose_name_plural}, 403)
             request.user = user
             return view(request, *args, **kwargs)
 
@@ -109,13 +118,51 @@ def cdx(request):
     """The CDX API: captures of a URL as CDXJ (or pywb's JSON) lines; see storage.cdx and docs/access.md."""
     try:
         query = CdxQuery.from_params(request.GET)
+        viewer = _cdx_viewer(request)
     except CdxQueryError as error:
         return _text(str(error), 400)
     content_type = CONTENT_TYPES[query.output]
     if request.method == "HEAD":
         return HttpResponse(content_type=content_type)
-    lines = (query.line(capture).encode() for capture in captures_lookup(query))
-    return StreamingHttpResponse(lines, content_type=content_type)
+    captures = access.visible_captures(Capture.objects.all(), viewer)
+    if is_replay_account(request.user):
+        lines = _lines_with_access(query, captures, viewer)
+    else:
+        lines = (query.line(capture) for capture in captures_lookup(query, captures))
+    return StreamingHttpResponse((line.encode() for line in lines), content_type=content_type)
+
+
+def _lines_with_access(query: CdxQuery, captures, viewer: access.Viewer):
+    """The lines for the replay process, each with the rule that lets its viewer read the capture
+    (``"access": "Open"``), which the replay banner shows."""
+    labels = access.access_labels(viewer)
+    closed = _("No access rule: staff only")
+    excluded: dict[str, bool] = {}  # urlkey -> under an exclusion (staff see such captures)
+    captures = captures.annotate(definition_id=F("job__harvest_definition_id"))
+    for capture in captures_lookup(query, captures):
+        label = labels.get(capture.definition_id, closed)
+        if viewer.is_staff:
+            if capture.urlkey not in excluded:
+                excluded[capture.urlkey] = access.exclusion_of(capture.urlkey) is not None
+            if excluded[capture.urlkey]:
+                label = _("Excluded from access: staff only")
+        line = query.line(capture)
+        field = json.dumps({"access": label})[1:-1]
+        yield line[:-3] + "{" + field + "}\n" if line.endswith("{}\n") else line[:-2] + ", " + field + "}\n"
+
+
+def _cdx_viewer(request) -> access.Viewer:
+    """Whose view of the archive a CDX query gets: the caller's from where they ask, or, for the replay
+    process, the profile it names (``access=``: public, reader, reader-room, staff; staff without it)."""
+    profile = request.GET.get("access", "")
+    if is_replay_account(request.user):
+        if profile and profile not in access.PROFILES:
+            raise CdxQueryError(
+                _("access=%(profile)s: must be one of %(profiles)s.")
+                % {"profile": profile, "profiles": ", ".join(access.PROFILES)}
+            )
+        return access.PROFILES[profile or access.Viewer(access.STAFF).profile]
+    return access.viewer_of(request.user, access.client_address(request.META))
 
 
 class FileSlice:
@@ -181,7 +228,7 @@ def _links_out(warc: WarcFile) -> list[str]:
     return reasons
 
 
-@archive_reader(WarcFile)
+@archive_reader(WarcFile, DOWNLOAD)
 def warc_bytes(request, filename: str):
     """The bytes of a WARC file of the archive, whole or one HTTP range (for pywb's archive_paths)."""
     if "/" in filename or "\\" in filename or filename in ("", ".", ".."):

@@ -10,7 +10,14 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from storage.replay import replay_config, replay_config_write, replay_config_yaml, wayback_command
+from storage.replay import (
+    profile_collection,
+    pywb_installed,
+    replay_config,
+    replay_config_write,
+    replay_config_yaml,
+    wayback_command,
+)
 from storage.services.replay import replay_account_ensure
 
 # A collection is one segment of pywb's URLs (/<collection>/<timestamp>/<url>).
@@ -29,13 +36,15 @@ def default_port() -> int:
 
 class Command(BaseCommand):
     help = (
-        "Write pywb's configuration from the settings (one collection, REPLAY_COLLECTION, read through "
-        "this application's CDX API and WARC endpoint at WEBARCHIVE_URL with the replay account's "
-        "read-only token; framed replay with the web archive's banner; no live web, no recording, no "
-        "proxy) into --config-dir, then become pywb's `wayback` server on it. pywb runs in its own "
-        "process, never inside Django or Celery. With --print-config, the directory is written and "
-        "config.yaml printed, and pywb is not started (for a pywb run elsewhere: copy the directory, "
-        "templates/ included, and start `wayback` in it)."
+        "Write pywb's configuration from the settings (one collection per kind of viewer, "
+        "REPLAY_COLLECTION-public, -reader, -reader-room, -staff, each read through this application's "
+        "CDX API narrowed to that viewer and its WARC endpoint at WEBARCHIVE_URL with the replay "
+        "account's token; framed replay with the web archive's banner; no live web, no recording, no "
+        "proxy) and the replay gate's into --config-dir, then become pywb behind the gate, which lets "
+        "in only browsers holding the application's ticket. pywb runs in its own process, never inside "
+        "Django or Celery. With --print-config, the directory is written and config.yaml printed, and "
+        "pywb is not started (for a pywb run elsewhere: copy the directory and start "
+        "`python replay_gate.py --bind H --port P` in it)."
     )
 
     def add_arguments(self, parser):
@@ -89,14 +98,13 @@ class Command(BaseCommand):
             return
 
         wayback = wayback_command(directory=directory, host=host, port=port)
-        if not Path(wayback.argv[0]).exists():
-            raise CommandError(
-                f"pywb is not installed ({wayback.argv[0]} is missing): pip install -r requirements.txt"
-            )
+        if not pywb_installed():
+            raise CommandError("pywb is not installed next to this Python: pip install -r requirements.txt")
         # The addresses without the token: this line ends up in logs.
         self.stdout.write(
-            f"Replay (pywb) on http://{host}:{port}/{settings.REPLAY_COLLECTION}/, public address "
-            f"{settings.REPLAY_URL}, reading the archive from {settings.WEBARCHIVE_URL} (config {path})"
+            f"Replay (pywb behind the replay gate) on http://{host}:{port}/ "
+            f"({profile_collection('public')}, …), public address {settings.REPLAY_URL}, reading the "
+            f"archive from {settings.WEBARCHIVE_URL} (config {path})"
         )
         self.stdout.flush()
         # pywb replaces this process: it is never imported into Django (its gevent monkey-patching).

@@ -1,0 +1,3 @@
+"""The curators' pages of access rules and exclusions (to be written)."""
+
+urlpatterns = []

@@ -1,0 +1,3 @@
+"""The readers' entry page (to be written)."""
+
+urlpatterns = []
