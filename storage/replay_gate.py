@@ -33,12 +33,11 @@ from pathlib import Path  # noqa: E402
 from urllib.parse import parse_qs, quote  # noqa: E402
 
 try:  # run as a script (manage.py replay), its own directory is on the path
-    from replay_ticket import ticket_profile
+    from replay_ticket import COOKIE, ticket_profile
 except ImportError:
-    from storage.replay_ticket import ticket_profile
+    from storage.replay_ticket import COOKIE, ticket_profile
 
 GATE_CONFIG = "gate.json"
-COOKIE = "webarchive_replay"
 TICKET_PATH = "/_ticket"
 # pywb's address of a capture: /coll/<timestamp><modifier>/<url>; the modifier "id_" is the raw bytes.
 _STAMP = re.compile(r"^(\d*)([a-z]{2}_)?$")

@@ -15,6 +15,7 @@ import re
 import time
 
 PROFILE = re.compile(r"^[a-z][a-z-]{0,30}$")
+COOKIE = "webarchive_replay"  # the replay gate's cookie that holds a ticket
 
 
 def ticket_key(secret_key: str) -> str:

@@ -259,6 +259,7 @@ class CaptureImageView(AccessAreaMixin, RestrictedQuerysetMixin, SingleObjectMix
     cannot run anything (``nosniff``, a CSP that allows nothing); a file not on disk is a 503 page.
     """
 
+    staff_only = True  # the quality view's screenshots
     queryset = Capture.objects.select_related("warc_file").filter(
         record_type=Capture.RecordType.RESOURCE, mime=SCREENSHOT_MIME
     )

@@ -134,20 +134,20 @@ def cdx(request):
 
 def _lines_with_access(query: CdxQuery, captures, viewer: access.Viewer):
     """The lines for the replay process, each with the rule that lets its viewer read the capture
-    (``"access": "Open"``), which the replay banner shows."""
+    (``"access_rule": "Open"``; not ``access``, which pywb reads as its own access control), which the
+    replay banner shows. Staff also see excluded captures, said so."""
     labels = access.access_labels(viewer)
     closed = _("No access rule: staff only")
-    excluded: dict[str, bool] = {}  # urlkey -> under an exclusion (staff see such captures)
+    excluded_label = _("Excluded from access: staff only")
     captures = captures.annotate(definition_id=F("job__harvest_definition_id"))
+    if viewer.is_staff:
+        captures = captures.annotate(is_excluded=access.excluded())
     for capture in captures_lookup(query, captures):
         label = labels.get(capture.definition_id, closed)
-        if viewer.is_staff:
-            if capture.urlkey not in excluded:
-                excluded[capture.urlkey] = access.exclusion_of(capture.urlkey) is not None
-            if excluded[capture.urlkey]:
-                label = _("Excluded from access: staff only")
+        if getattr(capture, "is_excluded", False):
+            label = excluded_label
         line = query.line(capture)
-        field = json.dumps({"access": label})[1:-1]
+        field = json.dumps({"access_rule": label})[1:-1]
         yield line[:-3] + "{" + field + "}\n" if line.endswith("{}\n") else line[:-2] + ", " + field + "}\n"
 
 

@@ -1,8 +1,10 @@
-"""The reader's path through the Access area, in a real browser, on a crawl of the test website.
+"""A crawl engineer's quality-assurance path through the Access area, in a real browser, on a crawl
+of the test website.
 
 Log in, open "Search the archive" from the Access area, search a crawled page (typed without its
-scheme), open its capture, read its WARC and HTTP headers, and download the raw record: the
-downloaded bytes are the record as stored in the crawl's WARC file, decompressed.
+scheme), open its capture, read its WARC and HTTP headers, and download the raw record (engineers
+only: readers download nothing, see test_reader_access.py): the downloaded bytes are the record as
+stored in the crawl's WARC file, decompressed.
 """
 
 import gzip
@@ -25,7 +27,7 @@ except ImportError:  # the playwright_browser fixture skips (or fails in CI) and
 pytestmark = pytest.mark.browser
 
 
-def test_a_reader_finds_a_crawled_page_reads_its_headers_and_downloads_the_raw_record(
+def test_an_engineer_finds_a_crawled_page_reads_its_headers_and_downloads_the_raw_record(
     page,
     live_server,
     crawled_site,
@@ -34,12 +36,12 @@ def test_a_reader_finds_a_crawled_page_reads_its_headers_and_downloads_the_raw_r
 ):
     for path in warc_paths:
         warc_file_index(path=path)
-    UserFactory(username="reader", roles=[Role.LIBRARIAN])
+    UserFactory(username="engineer", roles=[Role.ENGINEER])
     page_url = next(url for url in crawled_site.truth if urlsplit(url).path == "/site/")
     capture = Capture.objects.get(url=page_url, record_type="response")
 
     page.goto("/login/")
-    log_in(page, "reader", PASSWORD)
+    log_in(page, "engineer", PASSWORD)
     page.goto("/access/")
     page.get_by_role("link", name="Search the archive").click()
     page.get_by_label("URL", exact=True).fill(page_url.removeprefix("http://"))

@@ -1,7 +1,8 @@
 """Replay in a real browser: crawled pages of the test website, through pywb, from our archive.
 
-pywb runs as ``manage.py replay`` configures it (tests/pywb_server.py) and reads the live server's
-CDX API and WARC endpoint. The test website was stopped once crawled (``crawled_site``), and every
+pywb runs as ``manage.py replay`` configures it (tests/pywb_server.py), behind the replay gate, and
+reads the live server's CDX API and WARC endpoint; the browser holds a staff ticket (the captures are
+of imported files, which no access rule covers: staff only). The test website was stopped once crawled (``crawled_site``), and every
 request the browser makes must go to pywb or to the application: what the pages show can only come
 from the archive. A page stored again later as a revisit record (no body: "same payload as before")
 replays with the original's content, which pywb finds by asking our CDX API for the original.
@@ -110,6 +111,7 @@ def test_a_crawled_page_replays_with_its_images_and_styles_from_the_archive(
     page.set_default_timeout(REPLAY_TIMEOUT_MS)
     news = site_url(indexed_crawl, "/site/news/")
     capture = capture_of(news)
+    pywb_replay.admit(page.context)
     page.goto(pywb_replay.capture_url(news, capture.timestamp14))
 
     expect_banner(page, capture.timestamp)
@@ -154,6 +156,7 @@ def test_the_banner_leads_back_to_the_captures_of_the_page_in_the_application(
 
     home = site_url(indexed_crawl, "/site/")
     capture = capture_of(home)
+    pywb_replay.admit(page.context)
     page.goto(pywb_replay.capture_url(home, capture.timestamp14))
     expect_banner(page, capture.timestamp)
     frame = replay_frame(page)
@@ -210,6 +213,7 @@ def test_a_page_stored_as_a_revisit_replays_with_the_original_content(
     revisit = indexed.warc_file.captures.get()
     assert (revisit.record_type, revisit.url, revisit.digest) == ("revisit", sport, original.digest)
 
+    pywb_replay.admit(page.context)
     page.goto(pywb_replay.capture_url(sport, revisit.timestamp14))
     # The revisit is the capture shown (its date), with the original's page, images and styles.
     expect_banner(page, later)
@@ -258,6 +262,7 @@ def test_a_deduplicated_recrawl_replays_from_the_first_crawl_payloads(
     )
 
     page.set_default_timeout(REPLAY_TIMEOUT_MS)
+    pywb_replay.admit(page.context)
     page.goto(pywb_replay.capture_url(news, revisit.timestamp14))
     expect_banner(page, revisit.timestamp)
     frame = replay_frame(page)
@@ -299,6 +304,7 @@ def test_a_recrawl_deduplicated_after_the_fact_replays_from_the_registered_outpu
     assert original.timestamp < revisit.timestamp
 
     page.set_default_timeout(REPLAY_TIMEOUT_MS)
+    pywb_replay.admit(page.context)
     page.goto(pywb_replay.capture_url(news, revisit.timestamp14))
     expect_banner(page, revisit.timestamp)
     frame = replay_frame(page)

@@ -65,17 +65,20 @@ def test_the_configuration_reads_the_archive_through_our_api_with_the_replay_tok
     assert (config_dir / "config.yaml").read_text() == printed
     assert f"Written to {config_dir / 'config.yaml'}" in said
     token = replay_account_ensure()  # the account exists: the same token again
-    assert list(config["collections"]) == ["legal-deposit"]
-    collection = config["collections"]["legal-deposit"]
-    assert collection == {
-        # pywb's remote CDX source (what "cdx+URL" means to pywb, without the load_url it derives).
-        "index": {
-            "type": "cdx",
-            "api_url": f"http://replay:{token}@archive.example:8000/cdx?url={{url}}&closest={{closest}}&sort=closest",
-            "replay_url": "",
-        },
-        "archive_paths": f"http://replay:{token}@archive.example:8000/warcs/",
-    }
+    # One collection per kind of viewer, each reading the CDX API narrowed to that viewer.
+    profiles = ["public", "reader", "reader-room", "staff"]
+    assert list(config["collections"]) == [f"legal-deposit-{profile}" for profile in profiles]
+    for profile in profiles:
+        assert config["collections"][f"legal-deposit-{profile}"] == {
+            # pywb's remote CDX source (what "cdx+URL" means to pywb, without the load_url it derives).
+            "index": {
+                "type": "cdx",
+                "api_url": f"http://replay:{token}@archive.example:8000/cdx?url={{url}}&closest={{closest}}"
+                f"&sort=closest&access={profile}",
+                "replay_url": "",
+            },
+            "archive_paths": f"http://replay:{token}@archive.example:8000/warcs/",
+        }
     # Framed replay with our banner; nothing but the archive: no live web, recording, proxy or
     # collections picked up from directories.
     assert config["framed_replay"] is True
@@ -188,7 +191,7 @@ def wait_for_answer(url: str, process: subprocess.Popen, output: Path) -> reques
 
 
 def test_the_command_becomes_pywb_listening_on_loopback(tmp_path):
-    """The real command, in its own process on its own database: it execs pywb's wayback."""
+    """The real command, in its own process on its own database: it execs pywb behind the gate."""
     require_component("pywb", WAYBACK.exists(), "pywb (requirements.txt) is the replay process")
     port = free_port()
     config_dir = tmp_path / "replay"
@@ -213,27 +216,30 @@ def test_the_command_becomes_pywb_listening_on_loopback(tmp_path):
             stderr=subprocess.STDOUT,
         )
     try:
-        home = wait_for_answer(f"http://127.0.0.1:{port}/", process, output)
-        assert home.status_code == 200
-        # The same process is now pywb's wayback, bound to loopback on REPLAY_URL's port, in the
-        # configuration directory, without the project on its PYTHONPATH.
+        home = wait_for_answer(f"http://127.0.0.1:{port}/static/wombat.js", process, output)
+        assert home.status_code == 200  # pywb's static files are served
+        # The same process is now pywb behind the replay gate, bound to loopback on REPLAY_URL's port,
+        # in the configuration directory, without the project on its PYTHONPATH.
         argv = Path(f"/proc/{process.pid}/cmdline").read_bytes().split(b"\0")
-        assert any(part.endswith(b"/wayback") for part in argv)
+        assert argv[1] == str(config_dir / "replay_gate.py").encode()
         assert argv[-5:-1] == [b"--bind", b"127.0.0.1", b"--port", str(port).encode()]
         assert Path(f"/proc/{process.pid}/cwd").resolve() == config_dir.resolve()
         pywb_environment = Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
         assert b"PYTHONPATH=" in pywb_environment
 
-        assert requests.get(f"http://127.0.0.1:{port}/archive/", timeout=10).status_code == 200
-        assert (
-            requests.get(f"http://127.0.0.1:{port}/live/http://example.org/", timeout=10).status_code == 404
-        )
+        # Without the application's ticket, a collection sends the browser to the application.
+        entry = requests.get(f"http://127.0.0.1:{port}/archive/2024/http://example.org/", timeout=10, allow_redirects=False)
+        assert entry.status_code == 302
+        assert entry.headers["Location"] == "http://127.0.0.1:8000/access/replay/2024/http://example.org/"
+        for other in ("live/http://example.org/", "collinfo.json", "archive-none/2024/http://example.org/"):
+            assert requests.get(f"http://127.0.0.1:{port}/{other}", timeout=10).status_code == 404, other
 
         config = yaml.safe_load((config_dir / "config.yaml").read_text())
-        token = urlsplit(config["collections"]["archive"]["archive_paths"]).password
+        token = urlsplit(config["collections"]["archive-staff"]["archive_paths"]).password
         assert stat.S_IMODE((config_dir / "config.yaml").stat().st_mode) == 0o600
+        assert stat.S_IMODE((config_dir / "gate.json").stat().st_mode) == 0o600
         said = output.read_text()
-        assert f"Replay (pywb) on http://127.0.0.1:{port}/archive/" in said
+        assert f"Replay (pywb behind the replay gate) on http://127.0.0.1:{port}/" in said
         assert token not in said
     finally:
         process.terminate()
@@ -265,11 +271,8 @@ def test_pywb_replays_every_capture_of_a_crawl_from_our_api(pywb_replay, indexed
     assert len(responses) > 30
     for url, (status, body) in responses.items():
         capture = Capture.objects.filter(url=url, record_type="response").latest("timestamp")
-        answer = requests.get(
-            pywb_replay.capture_url(url, capture.timestamp14, "id_"),
-            timeout=30,
-            allow_redirects=False,
-            headers={"Connection": "close"},
+        answer = pywb_replay.get(
+            pywb_replay.capture_url(url, capture.timestamp14, "id_"), headers={"Connection": "close"}
         )
         # id_ is the response as archived: redirects as redirects, errors as errors, the same bytes.
         assert answer.status_code == status, url
@@ -285,23 +288,23 @@ def test_a_failure_to_read_the_archive_does_not_show_the_token(pywb_replay, tmp_
     capture = indexed.warc_file.captures.filter(record_type="response").first()
     token = replay_account_ensure()
 
-    answer = requests.get(pywb_replay.capture_url(capture.url, capture.timestamp14, "id_"), timeout=30)
+    answer = pywb_replay.get(pywb_replay.capture_url(capture.url, capture.timestamp14, "id_"))
     # pywb's stock error page lists the collection's configuration, token included ("Error Details"):
     # ours (webarchive_error.html) leaves them out.
     assert answer.status_code == 503
     assert token not in answer.text
     # pywb's own CDX API (its calendar reads it) answers from ours: the captures, and its errors.
-    cdx = f"{pywb_replay.url}{pywb_replay.collection}/cdx"
-    calendar = requests.get(cdx, {"url": capture.url, "output": "json"}, timeout=30)
+    cdx = f"{pywb_replay.url}{pywb_replay.collection}-staff/cdx"
+    calendar = pywb_replay.get(cdx, params={"url": capture.url, "output": "json"})
     assert calendar.status_code == 200
     assert capture.timestamp14 in calendar.text
     assert token not in calendar.text
 
     # A token that no longer works (rotated): our API refuses pywb, whose answers must not quote it.
     replay_token_rotate()
-    refused = requests.get(cdx, {"url": capture.url, "output": "json"}, timeout=30)
+    refused = pywb_replay.get(cdx, params={"url": capture.url, "output": "json"})
     assert token not in refused.text
-    page = requests.get(pywb_replay.capture_url(capture.url, capture.timestamp14, "mp_"), timeout=30)
+    page = pywb_replay.get(pywb_replay.capture_url(capture.url, capture.timestamp14, "mp_"))
     assert token not in page.text
 
 
@@ -325,11 +328,8 @@ def test_pywb_replays_from_the_replicas_with_a_node_offline(pywb_replay, copy_wa
     node_set_offline(node_id=a.pk)
     for url, (status, body) in responses.items():
         capture = Capture.objects.filter(url=url, record_type="response").latest("timestamp")
-        answer = requests.get(
-            pywb_replay.capture_url(url, capture.timestamp14, "id_"),
-            timeout=30,
-            allow_redirects=False,
-            headers={"Connection": "close"},
+        answer = pywb_replay.get(
+            pywb_replay.capture_url(url, capture.timestamp14, "id_"), headers={"Connection": "close"}
         )
         assert answer.status_code == status, url
         if status == 200:

@@ -25,6 +25,8 @@ SELECTION = AREA_ROLES[Area.SELECTION]
 WRITERS = frozenset({Role.LIBRARIAN, Role.CURATOR})  # may propose and edit records (in their collections)
 CURATORS = frozenset({Role.CURATOR})
 ARCHIVE_READERS = AREA_ROLES[Area.ACCESS]
+STAFF = ARCHIVE_READERS - {Role.READER}  # the Access pages of files, jobs and domains
+DOWNLOADERS = ENGINEERS  # WARC bytes and raw records
 # A fresh user of each role is a member of no collection: on a record's own
 # pages only curators (who write everywhere) may change it. Members are tested
 # in tests/selection/test_pages.py.
@@ -523,8 +525,8 @@ ACCESS = {
     ),
     "api:job-resubmit": ("api-post", planning_url("api:job-resubmit", new_job), ENGINEERS),
     "api:job-stop": ("api-post", planning_url("api:job-stop", new_job), ENGINEERS),
-    "api:warcfile-list": ("api", url("api:warcfile-list"), ARCHIVE_READERS),
-    "api:warcfile-detail": ("api", planning_url("api:warcfile-detail", new_warc_file), ARCHIVE_READERS),
+    "api:warcfile-list": ("api", url("api:warcfile-list"), STAFF),
+    "api:warcfile-detail": ("api", planning_url("api:warcfile-detail", new_warc_file), STAFF),
     "api:storagenode-list": ("api", url("api:storagenode-list"), ENGINEERS),
     "api:storagenode-detail": ("api", planning_url("api:storagenode-detail", new_storage_node), ENGINEERS),
     "storage:search": ("page", url("storage:search"), ARCHIVE_READERS),
@@ -533,21 +535,21 @@ ACCESS = {
     "warc_bytes": (
         "api",
         lambda: reverse("warc_bytes", kwargs={"filename": new_warc_file_on_disk().name}),
-        ARCHIVE_READERS,
+        DOWNLOADERS,
     ),
     "storage:capture_detail": ("page", planning_url("storage:capture_detail", new_capture), ARCHIVE_READERS),
-    "storage:capture_raw": ("page", planning_url("storage:capture_raw", new_capture), ARCHIVE_READERS),
-    "storage:capture_image": ("page", planning_url("storage:capture_image", new_screenshot), ARCHIVE_READERS),
+    "storage:capture_raw": ("page", planning_url("storage:capture_raw", new_capture), DOWNLOADERS),
+    "storage:capture_image": ("page", planning_url("storage:capture_image", new_screenshot), STAFF),
     "storage:warcfile_detail": (
         "page",
         planning_url("storage:warcfile_detail", new_warc_file),
-        ARCHIVE_READERS,
+        STAFF,
     ),
-    "storage:job_captures": ("page", planning_url("storage:job_captures", new_job), ARCHIVE_READERS),
+    "storage:job_captures": ("page", planning_url("storage:job_captures", new_job), STAFF),
     "storage:domain_captures": (
         "page",
         lambda: reverse("storage:domain_captures", kwargs={"name": "example.com"}),
-        ARCHIVE_READERS,
+        STAFF,
     ),
     # Deduplication (Operations): crawl engineers only.
     "storage:dedup_list": ("page", url("storage:dedup_list"), ENGINEERS),
