@@ -1,10 +1,12 @@
-"""Filters of the capture lists (a job's, a domain's captures), of the storage's history and of the nodes."""
+"""Filters of the capture lists (a job's, a domain's captures), of the storage's history, of the nodes,
+and of the access rules and exclusions."""
 
 import django_filters
 from django.utils.translation import gettext_lazy as _
 
 from selection.filtersets import yes_no_filter
 from storage.models import Capture, StorageEvent, StorageNode
+from storage.models_access import AccessLevel, AccessRule, Exclusion, ExclusionKind
 from webarchive.filters import FilterSet, IdChoiceFilter, IntegerFilter
 
 
@@ -62,3 +64,53 @@ class StorageNodeFilterSet(FilterSet):
     class Meta:
         model = StorageNode
         fields = ["state", "location", "reachable"]
+
+
+class AccessRuleFilterSet(FilterSet):
+    """Access rules by access, and by what they are for."""
+
+    level = django_filters.ChoiceFilter(
+        field_name="level", choices=AccessLevel.choices, label=_("Access"), empty_label=_("any")
+    )
+    target = django_filters.ChoiceFilter(
+        label=_("For"),
+        choices=[("collection", _("collections")), ("definition", _("harvest definitions"))],
+        method="filter_target",
+        empty_label=_("any"),
+    )
+
+    class Meta:
+        model = AccessRule
+        fields = ["level", "target"]
+
+    def filter_target(self, queryset, name, value):
+        if value == "collection":
+            return queryset.filter(collection__isnull=False)
+        return queryset.filter(harvest_definition__isnull=False)
+
+
+class ExclusionFilterSet(FilterSet):
+    """Exclusions by state (in force, lifted, ended), kind, and what they exclude."""
+
+    state = django_filters.ChoiceFilter(
+        label=_("State"),
+        choices=[("in-force", _("in force")), ("lifted", _("lifted")), ("ended", _("ended"))],
+        method="filter_state",
+        empty_label=_("any"),
+    )
+    kind = django_filters.ChoiceFilter(
+        field_name="kind", choices=ExclusionKind.choices, label=_("Excludes"), empty_label=_("any")
+    )
+    target = django_filters.CharFilter(field_name="target", lookup_expr="icontains", label=_("URL contains"))
+
+    class Meta:
+        model = Exclusion
+        fields = ["state", "kind", "target"]
+
+    def filter_state(self, queryset, name, value):
+        active = Exclusion.objects.active().values("pk")
+        if value == "in-force":
+            return queryset.filter(pk__in=active)
+        if value == "lifted":
+            return queryset.filter(lifted_at__isnull=False)
+        return queryset.filter(lifted_at__isnull=True).exclude(pk__in=active)

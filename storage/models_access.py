@@ -93,6 +93,10 @@ class AccessRule(models.Model):
             return AccessLevel.STAFF
         return self.level
 
+    @property
+    def summary(self) -> str:
+        return self.describe()
+
     def describe(self) -> str:
         """The rule as people read it: "Open", "Embargoed until 2027-01-01, then Readers"…"""
         level = AccessLevel(self.level).label.split(":")[0]
@@ -177,6 +181,13 @@ class Exclusion(models.Model):
 
     def get_absolute_url(self):
         return reverse("storage:exclusion_detail", kwargs={"pk": self.pk})
+
+    @property
+    def state(self) -> str:
+        """In force, lifted, or ended (its end date passed)."""
+        if self.lifted_at is not None:
+            return _("lifted")
+        return _("in force") if self.is_active() else _("ended")
 
     def is_active(self, day=None) -> bool:
         day = day or timezone.localdate()

@@ -123,7 +123,10 @@ def build_access_archive(directory: Path) -> AccessArchive:
     directory.mkdir(parents=True, exist_ok=True)
     today = timezone.localdate()
     for case in CASES:
-        pages = [(case_url(case, "/"), page_body(case, "/")), (case_url(case, "/page"), page_body(case, "/page"))]
+        pages = [
+            (case_url(case, "/"), page_body(case, "/")),
+            (case_url(case, "/page"), page_body(case, "/page")),
+        ]
         if case == "open":
             pages.append((EXCLUDED, page_body(case, "/secret")))
         path = write_warc(directory / f"access-{case}.warc.gz", pages)
@@ -151,7 +154,9 @@ def build_access_archive(directory: Path) -> AccessArchive:
             archive.rules[case] = access_rule_save(harvest_definition=definition, level=AccessLevel.READERS)
         elif case == "mixed":
             _collection_rule("mixed-staff", definition, AccessLevel.STAFF)
-            archive.collections[case], archive.rules[case] = _collection_rule(case, definition, AccessLevel.OPEN)
+            archive.collections[case], archive.rules[case] = _collection_rule(
+                case, definition, AccessLevel.OPEN
+            )
     archive.excluded = Capture.objects.get(url=EXCLUDED)
     archive.exclusion = exclusion_create(
         kind=ExclusionKind.URL, target=EXCLUDED, reason="A take-down request", requested_by="A person"

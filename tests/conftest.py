@@ -2,6 +2,7 @@ import http.client
 
 import pytest
 
+from tests.access_fixtures import access_archive  # noqa: F401  (captures under every access rule)
 from tests.archive_fixtures import copy_warcs, crawled_site, warc_paths  # noqa: F401  (a crawl, as WARC files)
 from tests.crawl_worker import crawl_worker  # noqa: F401  (a real Celery worker, for the crawl tests)
 from tests.factories import UserFactory

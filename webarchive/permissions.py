@@ -132,10 +132,11 @@ _PLANNER = {
 }
 
 # Operations on the archive (crawl engineers): deduplication runs, and retiring a file whose
-# deduplicated replacement is registered (a change of the file's row; nothing is deleted).
+# deduplicated replacement is registered (a change of the file's row; nothing is deleted); reading the
+# files' bytes (/warcs/, a capture's raw record).
 _ARCHIVE_OPERATOR = {
     "storage.deduprun": (VIEW, ADD, CHANGE),
-    "storage.warcfile": (VIEW, CHANGE),
+    "storage.warcfile": (VIEW, CHANGE, DOWNLOAD),
     # Storage: nodes are added, taken offline, brought back and drained (never deleted); replicas
     # are verified on demand; the storage's history is read.
     "storage.storagenode": (VIEW, ADD, CHANGE),

@@ -33,7 +33,11 @@ def archive(pywb_replay, transactional_db, tmp_path, settings):  # noqa: F811
 
 
 def test_a_reader_reads_an_open_capture_and_is_refused_a_reading_room_one_from_outside(
-    page, browser_context, live_server, pywb_replay, archive  # noqa: F811
+    page,
+    browser_context,
+    live_server,
+    pywb_replay,  # noqa: F811  (the fixture imported above)
+    archive,
 ):
     page.set_default_timeout(REPLAY_TIMEOUT_MS)
     UserFactory(username="lecteur", roles=[Role.READER])
@@ -66,5 +70,7 @@ def test_a_reader_reads_an_open_capture_and_is_refused_a_reading_room_one_from_o
     # Straight to the replay port with the reader's ticket: pywb has no such capture for readers.
     replay.goto(f"{pywb_replay.url}archive-reader/{STAMP}/{case_url('room')}")
     frame = replay.locator("#replay_iframe").element_handle().content_frame()
-    expect(frame.locator("body")).to_contain_text("is not in the archive, or its access rule does not let you read it")
+    expect(frame.locator("body")).to_contain_text(
+        "is not in the archive, or its access rule does not let you read it"
+    )
     expect(frame.get_by_text("Case room")).to_have_count(0)

@@ -1,4 +1,4 @@
-"""Who may read what: every role × rule × address on the capture pages, search, /cdx, /warcs/, the raw
+"""Who may read what: every role, rule and address on the capture pages, search, /cdx, /warcs/, the raw
 record and the replay entry (pywb itself: tests/storage/test_replay_access.py).
 
 The archive holds one capture per case of tests/access_fixtures.py (open, readers, reading room,
@@ -21,7 +21,7 @@ from storage.models import Capture
 from storage.models_access import AccessLevel, ExclusionKind
 from storage.services.access import access_rule_save, exclusion_create, exclusion_lift
 from tests.access import user_for
-from tests.access_fixtures import CASES, EXCLUDED, STAMP, access_archive, case_url  # noqa: F401
+from tests.access_fixtures import CASES, EXCLUDED, STAMP, case_url
 from webarchive.permissions import Role
 
 INSIDE, OUTSIDE = "10.1.2.3", "192.0.2.10"
@@ -38,7 +38,7 @@ def profile_of(role, address: str) -> str:
 
 
 def cdx_urls(response) -> list[str]:
-    return [line.split(" ", 2)[2] for line in response.content.decode().splitlines()]
+    return [line.split(" ", 2)[2] for line in b"".join(response.streaming_content).decode().splitlines()]
 
 
 @pytest.mark.parametrize("address", [INSIDE, OUTSIDE], ids=["inside", "outside"])
@@ -155,10 +155,14 @@ def test_an_embargo_closes_until_its_date_and_opens_on_it(client, access_archive
     assert not access.visible_captures(Capture.objects.filter(pk=capture.pk), reader).exists()
     assert access.capture_decision(capture, reader).describe().startswith("Embargoed until")
     # The same rule seen on its date, and the day before it.
-    on_the_day = access.visible_captures(Capture.objects.filter(pk=capture.pk), reader, day=rule.embargo_until)
+    on_the_day = access.visible_captures(
+        Capture.objects.filter(pk=capture.pk), reader, day=rule.embargo_until
+    )
     assert on_the_day.exists()
     the_day_before = rule.embargo_until - timedelta(days=1)
-    assert not access.visible_captures(Capture.objects.filter(pk=capture.pk), reader, day=the_day_before).exists()
+    assert not access.visible_captures(
+        Capture.objects.filter(pk=capture.pk), reader, day=the_day_before
+    ).exists()
 
     # The curator moves the embargo to today: the capture is open from today, anonymous visitors included.
     access_rule_save(rule=rule, expected_version=rule.version, embargo_until=today)
@@ -201,7 +205,7 @@ def test_the_replay_account_asks_the_cdx_api_for_one_kind_of_viewer(client, acce
     for profile in access.PROFILES:
         answer = client.get(reverse("cdx"), {"url": "*.fr", "access": profile}, **header)
         assert answer.status_code == 200
-        lines = answer.content.decode().splitlines()
+        lines = b"".join(answer.streaming_content).decode().splitlines()
         counts[profile] = {line.split('"url": "')[1].split('"')[0] for line in lines}
         # Each line says which rule lets this viewer read it, for the replay banner.
         assert all('"access_rule": ' in line for line in lines)
@@ -216,7 +220,7 @@ def test_the_replay_account_asks_the_cdx_api_for_one_kind_of_viewer(client, acce
 def test_a_reader_cannot_widen_the_cdx_api_with_a_profile(client, access_archive):
     client.force_login(user_for(Role.READER))
     answer = client.get(reverse("cdx"), {"url": "staff.fr", "access": "staff"}, REMOTE_ADDR=OUTSIDE)
-    assert answer.status_code == 200 and answer.content == b""
+    assert answer.status_code == 200 and b"".join(answer.streaming_content) == b""
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,9 @@ def browser(role) -> requests.Session:
     if role is not None:
         client = Client()
         client.force_login(user_for(role))
-        session.cookies.set(django_settings.SESSION_COOKIE_NAME, client.cookies[django_settings.SESSION_COOKIE_NAME].value)
+        session.cookies.set(
+            django_settings.SESSION_COOKIE_NAME, client.cookies[django_settings.SESSION_COOKIE_NAME].value
+        )
     return session
 
 
@@ -59,13 +61,21 @@ def content_of(case: str) -> str:
     ids=["anonymous", "reader-outside", "reader-inside", "engineer", "manager-inside"],
 )
 def test_through_the_application_each_person_replays_what_the_rules_allow_and_nothing_else(
-    live_server, pywb_replay, archive, settings, role, room, profile  # noqa: F811
+    live_server,
+    pywb_replay,  # noqa: F811  (the fixture imported above)
+    archive,
+    settings,
+    role,
+    room,
+    profile,
 ):
     if room:
         settings.ACCESS_READING_ROOMS = ["127.0.0.0/8"]
     session = browser(role)
     for case in CASES:
-        entry = live_server.url + reverse("storage:replay_entry", kwargs={"stamp": STAMP + "mp_", "url": case_url(case)})
+        entry = live_server.url + reverse(
+            "storage:replay_entry", kwargs={"stamp": STAMP + "mp_", "url": case_url(case)}
+        )
         answer = session.get(entry, timeout=30)
         where = f"{case} as {profile}"
         if profile in CASES[case]:
@@ -108,9 +118,13 @@ def test_a_ticket_gives_its_own_collection_and_only_what_its_profile_may_read(py
     assert content_of("staff") not in hidden.text
     assert "its access rule does not let you read it from here" in hidden.text
     # What readers may read replays, and pywb's own CDX API lists only that.
-    shown = pywb_replay.get(f"{pywb_replay.url}archive-reader/{STAMP}mp_/{case_url('readers')}", profile="reader")
+    shown = pywb_replay.get(
+        f"{pywb_replay.url}archive-reader/{STAMP}mp_/{case_url('readers')}", profile="reader"
+    )
     assert shown.status_code == 200 and content_of("readers") in shown.text
-    listed = pywb_replay.get(f"{pywb_replay.url}archive-reader/cdx", profile="reader", params={"url": "*.fr", "output": "json"})
+    listed = pywb_replay.get(
+        f"{pywb_replay.url}archive-reader/cdx", profile="reader", params={"url": "*.fr", "output": "json"}
+    )
     hosts = set(re.findall(r'"url": "http://([a-z-]+)\.fr/', listed.text))
     assert hosts == {case for case, profiles in CASES.items() if "reader" in profiles}
 
@@ -133,7 +147,9 @@ def test_a_forged_expired_or_borrowed_ticket_is_no_ticket(pywb_replay, archive):
     tickets = {
         "forged": forged,
         "wrong key": ticket_make(key="not-the-key", profile="staff", address="127.0.0.1", seconds=600),
-        "expired": ticket_make(key=key, profile="staff", address="127.0.0.1", seconds=600, now=time.time() - 3600),
+        "expired": ticket_make(
+            key=key, profile="staff", address="127.0.0.1", seconds=600, now=time.time() - 3600
+        ),
         "another address": ticket_make(key=key, profile="staff", address="10.1.2.3", seconds=600),
         "garbage": "x" * 40,
     }
@@ -143,7 +159,10 @@ def test_a_forged_expired_or_borrowed_ticket_is_no_ticket(pywb_replay, archive):
         assert "/access/replay/" in answer.headers["Location"], name
         assert content_of("staff") not in answer.text, name
         taken = requests.get(
-            f"{pywb_replay.url}_ticket", params={"t": ticket, "next": "/archive-staff/"}, timeout=30, allow_redirects=False
+            f"{pywb_replay.url}_ticket",
+            params={"t": ticket, "next": "/archive-staff/"},
+            timeout=30,
+            allow_redirects=False,
         )
         assert taken.status_code == 403 and "Set-Cookie" not in taken.headers, name
 
@@ -168,7 +187,10 @@ def test_pywbs_internal_server_cannot_be_asked_directly(pywb_replay, archive):  
         found = re.search(r"internal server is on localhost:(\d+)", pywb_replay.log_text())
         port = found and found.group(1)
     assert port, pywb_replay.log_text()
-    for path in (f"archive-staff/index?url={case_url('staff')}", f"archive-staff/resource?url={case_url('staff')}"):
+    for path in (
+        f"archive-staff/index?url={case_url('staff')}",
+        f"archive-staff/resource?url={case_url('staff')}",
+    ):
         answer = requests.get(f"http://localhost:{port}/{path}", timeout=30)
         assert answer.status_code == 404, path
         assert content_of("staff") not in answer.text

@@ -228,7 +228,9 @@ def test_the_command_becomes_pywb_listening_on_loopback(tmp_path):
         assert b"PYTHONPATH=" in pywb_environment
 
         # Without the application's ticket, a collection sends the browser to the application.
-        entry = requests.get(f"http://127.0.0.1:{port}/archive/2024/http://example.org/", timeout=10, allow_redirects=False)
+        entry = requests.get(
+            f"http://127.0.0.1:{port}/archive/2024/http://example.org/", timeout=10, allow_redirects=False
+        )
         assert entry.status_code == 302
         assert entry.headers["Location"] == "http://127.0.0.1:8000/access/replay/2024/http://example.org/"
         for other in ("live/http://example.org/", "collinfo.json", "archive-none/2024/http://example.org/"):

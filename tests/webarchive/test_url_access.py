@@ -27,6 +27,11 @@ CURATORS = frozenset({Role.CURATOR})
 ARCHIVE_READERS = AREA_ROLES[Area.ACCESS]
 STAFF = ARCHIVE_READERS - {Role.READER}  # the Access pages of files, jobs and domains
 DOWNLOADERS = ENGINEERS  # WARC bytes and raw records
+# The readers' pages (kind "reading"): the status for an anonymous visitor (when the site allows
+# anonymous reading; otherwise the login page), a reader, staff and a user without a role.
+READ_ALL = {"anonymous": 200, "reader": 200, "staff": 200, "none": 403}
+READ_CLOSED = {"anonymous": 404, "reader": 404, "staff": 200, "none": 403}  # what no rule covers
+REPLAY_CLOSED = {"anonymous": 302, "reader": 403, "staff": 302, "none": 403}
 # A fresh user of each role is a member of no collection: on a record's own
 # pages only curators (who write everywhere) may change it. Members are tested
 # in tests/selection/test_pages.py.
@@ -238,6 +243,20 @@ def new_capture():
             )
         )
     return warc_file_index(path=path).warc_file.captures.get()
+
+
+def new_access_rule():
+    from storage.services.access import access_rule_save
+
+    return access_rule_save(collection=CollectionFactory(), level="readers")
+
+
+def new_exclusion():
+    from storage.services.access import exclusion_create
+
+    return exclusion_create(
+        kind="url", target="http://example.com/a", reason="a complaint", requested_by="someone"
+    )
 
 
 def new_screenshot():
@@ -529,7 +548,33 @@ ACCESS = {
     "api:warcfile-detail": ("api", planning_url("api:warcfile-detail", new_warc_file), STAFF),
     "api:storagenode-list": ("api", url("api:storagenode-list"), ENGINEERS),
     "api:storagenode-detail": ("api", planning_url("api:storagenode-detail", new_storage_node), ENGINEERS),
-    "storage:search": ("page", url("storage:search"), ARCHIVE_READERS),
+    # The readers' pages: anonymous visitors too when the site allows them (see test_reading_pages).
+    "storage:search": ("reading", url("storage:search"), READ_ALL),
+    "storage:reading_room": ("reading", url("storage:reading_room"), READ_ALL),
+    "storage:reading_room_collection": (
+        "reading",
+        lambda: reverse("storage:reading_room_collection", kwargs={"pk": CollectionFactory().pk}),
+        READ_CLOSED,  # a collection without an access rule: staff only
+    ),
+    "storage:replay_entry": (
+        "reading",
+        lambda: reverse("storage:replay_entry", kwargs={"stamp": "2024", "url": new_capture().url}),
+        REPLAY_CLOSED,  # an imported capture: no rule covers it, staff only
+    ),
+    # Curators manage who may read what.
+    "storage:accessrule_list": ("page", url("storage:accessrule_list"), CURATORS),
+    "storage:accessrule_create": ("page", url("storage:accessrule_create"), CURATORS),
+    "storage:accessrule_detail": (
+        "page",
+        planning_url("storage:accessrule_detail", new_access_rule),
+        CURATORS,
+    ),
+    "storage:accessrule_edit": ("page", planning_url("storage:accessrule_edit", new_access_rule), CURATORS),
+    "storage:exclusion_list": ("page", url("storage:exclusion_list"), CURATORS),
+    "storage:exclusion_create": ("page", url("storage:exclusion_create"), CURATORS),
+    "storage:exclusion_detail": ("page", planning_url("storage:exclusion_detail", new_exclusion), CURATORS),
+    "storage:exclusion_edit": ("page", planning_url("storage:exclusion_edit", new_exclusion), CURATORS),
+    "storage:exclusion_lift": ("post", planning_url("storage:exclusion_lift", new_exclusion), CURATORS),
     # Machine endpoints of the replay process: 401 (not a login page) without credentials.
     "cdx": ("api", lambda: reverse("cdx") + "?url=example.com", ARCHIVE_READERS),
     "warc_bytes": (
@@ -537,7 +582,7 @@ ACCESS = {
         lambda: reverse("warc_bytes", kwargs={"filename": new_warc_file_on_disk().name}),
         DOWNLOADERS,
     ),
-    "storage:capture_detail": ("page", planning_url("storage:capture_detail", new_capture), ARCHIVE_READERS),
+    "storage:capture_detail": ("reading", planning_url("storage:capture_detail", new_capture), READ_CLOSED),
     "storage:capture_raw": ("page", planning_url("storage:capture_raw", new_capture), DOWNLOADERS),
     "storage:capture_image": ("page", planning_url("storage:capture_image", new_screenshot), STAFF),
     "storage:warcfile_detail": (
@@ -618,6 +663,30 @@ def test_api_access(client, name):
 
 
 ROLES_AND_NONE = [*Role, None, "admin"]
+
+
+@pytest.mark.smoke
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", [n for n, (kind, *_) in ACCESS.items() if kind == "reading"])
+def test_reading_pages(client, settings, name):
+    """Readers' pages: anonymous → login, unless the site lets anonymous visitors read what is open."""
+    _kind, build, expected = ACCESS[name]
+    target = build()
+    settings.ACCESS_ANONYMOUS = False
+    assert_sent_to_login(client.get(target), target)
+    settings.ACCESS_ANONYMOUS = True
+    answer = client.get(target)
+    assert answer.status_code == expected["anonymous"], f"{target} as anonymous: {answer.status_code}"
+    if answer.status_code == 302:
+        assert_sent_to_login(answer, target)  # never sent on to replay
+    for role in ROLES_AND_NONE:
+        client.force_login(user_for(role))
+        kind = "none" if role is None else "reader" if role == Role.READER else "staff"
+        status = client.get(target).status_code
+        assert status == expected[kind], (
+            f"{target} as {role or 'no role'}: got {status}, expected {expected[kind]}"
+        )
+        client.logout()
 
 
 def expected_allowed(role, allowed) -> bool:

@@ -1,0 +1,57 @@
+"""The reading room's reads: the collections a viewer may read, and their entry points (records' URLs)."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Max, Min, Q
+from django.utils import timezone
+
+from harvest.models import CollectionMapping
+from selection.models import Collection, Record
+from storage import access, selectors
+from storage.models import Capture
+from storage.models_access import AccessRule
+
+
+def readable_collections(viewer: access.Viewer):
+    """The collections whose captures the viewer may read: their own rule lets the viewer in today, or
+    a harvest definition mapped to them has a rule that does. Staff: every collection."""
+    collections = Collection.objects.all()
+    if not viewer.is_staff:
+        today = timezone.localdate()
+        own = [
+            rule.collection_id
+            for rule in AccessRule.objects.filter(collection__isnull=False)
+            if viewer.allowed_by(rule.level_on(today))
+        ]
+        definitions = access.definitions_open_to(viewer, today)
+        through = CollectionMapping.objects.filter(harvest_definition_id__in=definitions).values(
+            "collection_id"
+        )
+        collections = collections.filter(Q(pk__in=own) | Q(pk__in=through))
+    return collections.annotate(entry_points=Count("records", distinct=True)).order_by("name", "pk")
+
+
+def entry_points(collection: Collection, viewer: access.Viewer, records) -> list[dict]:
+    """The records among ``records`` (one page of the collection's) whose URL has captures the viewer
+    may read, each with the number of those captures and the first and last: one grouped query."""
+    keys = {record.pk: selectors.exact_key(record.url) for record in records}
+    captures = access.visible_captures(Capture.objects.filter(urlkey__in=set(keys.values())), viewer)
+    found = {
+        row["urlkey"]: row
+        for row in captures.values("urlkey").annotate(
+            count=Count("pk"), first=Min("timestamp"), last=Max("timestamp")
+        )
+    }
+    points = []
+    for record in records:
+        row = found.get(keys[record.pk])
+        if row is not None:
+            points.append({"record": record, "url": record.url, **row})
+    return points
+
+
+def collection_records(collection: Collection):
+    """The collection's records in URL order: its entry points before their captures are counted."""
+    return (
+        Record.objects.filter(collection=collection).only("pk", "url", "collection_id").order_by("url", "pk")
+    )
