@@ -26,6 +26,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from harvest.models import CollectionMapping, HarvestDefinition
+from storage.cdx import key_range
 from storage.models import Capture
 from storage.models_access import LEVEL_ORDER, AccessLevel, AccessRule, Exclusion, ExclusionKind
 from webarchive.permissions import Role, is_archive_staff, user_roles
@@ -313,11 +314,6 @@ class ExclusionTargetError(ValueError):
     """What the curator typed is not a URL, prefix or domain that can be excluded."""
 
 
-def _after(key: str) -> str:
-    """The first key after every key starting with ``key`` (its last character raised by one)."""
-    return key[:-1] + chr(ord(key[-1]) + 1)
-
-
 def exclusion_keys(kind: str, target: str) -> dict[str, str]:
     """The SURT key (and the ends of the key ranges) of what an exclusion takes out of access:
     ``key``, ``key_end``, ``port_key``, ``port_key_end``, as the Exclusion's fields."""
@@ -351,7 +347,9 @@ def exclusion_keys(kind: str, target: str) -> dict[str, str]:
         raise ExclusionTargetError(_("“%(text)s” is not a URL.") % {"text": text})
     if kind == ExclusionKind.URL:
         return {"key": key, "key_end": "", "port_key": "", "port_key_end": ""}
-    return {"key": key, "key_end": _after(key), "port_key": "", "port_key_end": ""}
+    # The keys the CDX API's matchType=prefix covers (a trailing "/" narrows: not "/privateer").
+    start, end = key_range(text, "prefix")
+    return {"key": start, "key_end": end, "port_key": "", "port_key_end": ""}
 
 
 @register()

@@ -5,13 +5,14 @@ once and says its own message at the field it concerns.
 """
 
 from django import forms
+from django.utils.html import format_html
 from django.utils.translation import gettext_lazy as _
 
 from harvest.forms.planning import ParsingModelForm
 from harvest.models import HarvestDefinition
 from selection.models import Collection
 from storage.models_access import AccessRule, Exclusion
-from webarchive.versioning import VersionFormMixin
+from webarchive.versioning import VERSION_MAX, VersionFormMixin
 
 
 class DateInput(forms.DateInput):
@@ -22,7 +23,7 @@ class DateInput(forms.DateInput):
 
 
 class AccessRuleCreateForm(ParsingModelForm):
-    """A new rule: for one collection or one harvest definition (those without a rule yet)."""
+    """A new rule: for one collection or one harvest definition that has none yet."""
 
     class Meta:
         model = AccessRule
@@ -35,18 +36,38 @@ class AccessRuleCreateForm(ParsingModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["collection"].queryset = Collection.objects.filter(access_rule__isnull=True).order_by(
-            "name"
-        )
-        self.fields["harvest_definition"].queryset = HarvestDefinition.objects.filter(
-            access_rule__isnull=True
-        ).order_by("name")
+        # Every target is offered, those with a rule marked, so that choosing one says where its rule is.
+        for name, model in (("collection", Collection), ("harvest_definition", HarvestDefinition)):
+            field = self.fields[name]
+            field.queryset = model.objects.select_related("access_rule").order_by("name")
+            field.label_from_instance = _target_label
 
     def clean(self):
         data = super().clean()
-        if bool(data.get("collection")) == bool(data.get("harvest_definition")):
-            raise forms.ValidationError(_("Choose a collection or a harvest definition: one of the two."))
+        if "collection" in data and "harvest_definition" in data:
+            if bool(data["collection"]) == bool(data["harvest_definition"]):
+                raise forms.ValidationError(_("Choose a collection or a harvest definition: one of the two."))
+            for name in ("collection", "harvest_definition"):
+                target = data[name]
+                rule = getattr(target, "access_rule", None) if target else None
+                if rule is not None:
+                    # The unique constraint still guards; this says where the rule is.
+                    self.add_error(
+                        name,
+                        format_html(
+                            str(_('{target} already has an access rule: <a href="{url}">{rule}</a>.')),
+                            target=target,
+                            url=rule.get_absolute_url(),
+                            rule=rule.describe(),
+                        ),
+                    )
         return data
+
+
+def _target_label(target) -> str:
+    if getattr(target, "access_rule", None) is not None:
+        return _("%(name)s (has a rule)") % {"name": target}
+    return str(target)
 
 
 class AccessRuleEditForm(VersionFormMixin, ParsingModelForm):
@@ -70,3 +91,9 @@ class ExclusionForm(VersionFormMixin, ParsingModelForm):
             "requested_on": DateInput(),
             "ends_on": DateInput(),
         }
+
+
+class ExclusionLiftForm(forms.Form):
+    """Lifting an exclusion: the version of it the page showed."""
+
+    seen = forms.IntegerField(min_value=1, max_value=VERSION_MAX)

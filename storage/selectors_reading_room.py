@@ -6,6 +6,7 @@ from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 
 from harvest.models import CollectionMapping
+from selection.choices import RecordStatus
 from selection.models import Collection, Record
 from storage import access, selectors
 from storage.models import Capture
@@ -13,22 +14,29 @@ from storage.models_access import AccessRule
 
 
 def readable_collections(viewer: access.Viewer):
-    """The collections whose captures the viewer may read: their own rule lets the viewer in today, or
-    a harvest definition mapped to them has a rule that does. Staff: every collection."""
+    """The collections the viewer may read: their own rule lets the viewer in today or, for a collection
+    without a rule, the rule of a harvest definition mapped to it does (another collection's rule on the
+    same definition does not open this one's list). Staff: every collection."""
     collections = Collection.objects.all()
     if not viewer.is_staff:
         today = timezone.localdate()
-        own = [
-            rule.collection_id
-            for rule in AccessRule.objects.filter(collection__isnull=False)
-            if viewer.allowed_by(rule.level_on(today))
-        ]
-        definitions = access.definitions_open_to(viewer, today)
-        through = CollectionMapping.objects.filter(harvest_definition_id__in=definitions).values(
-            "collection_id"
+        ruled, own, definitions = set(), set(), set()
+        for rule in AccessRule.objects.all():
+            allowed = viewer.allowed_by(rule.level_on(today))
+            if rule.collection_id:
+                ruled.add(rule.collection_id)
+                if allowed:
+                    own.add(rule.collection_id)
+            elif allowed:
+                definitions.add(rule.harvest_definition_id)
+        through = CollectionMapping.objects.filter(harvest_definition_id__in=definitions).exclude(
+            collection_id__in=ruled
         )
-        collections = collections.filter(Q(pk__in=own) | Q(pk__in=through))
-    return collections.annotate(entry_points=Count("records", distinct=True)).order_by("name", "pk")
+        collections = collections.filter(Q(pk__in=own) | Q(pk__in=through.values("collection_id")))
+    selected = ~Q(records__status=RecordStatus.REJECTED)
+    return collections.annotate(entry_points=Count("records", filter=selected, distinct=True)).order_by(
+        "name", "pk"
+    )
 
 
 def entry_points(collection: Collection, viewer: access.Viewer, records) -> list[dict]:

@@ -11,6 +11,7 @@ class AccessRuleTable(Table):
     columns = (
         Column("target", _("For"), template="storage/cells/access_rule_target.html"),
         Column("summary", _("Access"), link=True),
+        Column("embargo_until"),
         Column("note"),
         Column("updated_at", time_format="Y-m-d H:i"),
     )

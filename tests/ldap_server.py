@@ -59,6 +59,7 @@ USERS: dict[str, tuple[str, str, str]] = {
     "grace": ("Grace", "Garnier", "grace@example.org"),  # librarians (attributes changed during a test)
     "heidi": ("Heidi", "Hopper", "heidi@example.org"),  # admins, engineers (moved during a test)
     "ivan": ("Ivan", "Ivanov", "ivan@example.org"),  # librarians (failed logins)
+    "judy": ("Judy", "Jensen", "judy@example.org"),  # readers
 }
 
 # group cn -> member uids
@@ -67,6 +68,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "curators": ("carol", "frank"),
     "engineers": ("bob", "heidi"),
     "managers": ("carol",),
+    "readers": ("judy",),
     "admins": ("erin", "heidi"),
 }
 

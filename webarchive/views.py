@@ -22,7 +22,17 @@ from webarchive import home
 from webarchive.forms import add_bootstrap_classes
 from webarchive.history import history_entries
 from webarchive.navigation import pages_for, saved_searches_for
-from webarchive.permissions import VIEW, Area, can, can_enter, permitted, restrict
+from webarchive.permissions import (
+    VIEW,
+    Area,
+    Role,
+    can,
+    can_enter,
+    is_administrator,
+    permitted,
+    restrict,
+    user_roles,
+)
 from webarchive.services import user_token_regenerate
 from webarchive.tables import Column, Table, display_value
 
@@ -218,9 +228,15 @@ def apply_validation_error(form, error: ValidationError) -> None:
 
 
 class HomeView(TemplateView):
-    """What each of the user's roles has to do next."""
+    """What each of the user's roles has to do next; readers, who only read, go to the reading room."""
 
     template_name = "webarchive/home.html"
+
+    def get(self, request, *args, **kwargs):
+        user = request.user
+        if not is_administrator(user) and user_roles(user) == {Role.READER}:
+            return redirect("storage:reading_room")
+        return super().get(request, *args, **kwargs)
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)

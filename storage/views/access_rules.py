@@ -7,18 +7,21 @@ from functools import cached_property
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.db.models import Q
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views import View
 
-from harvest.models import CollectionMapping, HarvestDefinition
 from storage.filtersets import AccessRuleFilterSet, ExclusionFilterSet
-from storage.forms_access import AccessRuleCreateForm, AccessRuleEditForm, ExclusionForm
-from storage.models import Capture
-from storage.models_access import AccessRule, Exclusion, ExclusionKind
+from storage.forms_access import AccessRuleCreateForm, AccessRuleEditForm, ExclusionForm, ExclusionLiftForm
+from storage.models_access import AccessRule, Exclusion
+from storage.selectors_access import (
+    exclusion_capture_count,
+    exclusions_in_force_first,
+    rule_capture_count,
+    rule_definitions,
+)
 from storage.services.access import access_rule_save, exclusion_change, exclusion_create, exclusion_lift
 from storage.tables_access import AccessRuleTable, ExclusionTable
 from webarchive.permissions import ADD, CHANGE, Area
@@ -55,19 +58,11 @@ class AccessRuleDetailView(RulesAreaMixin, PermittedActionsMixin, ObjectDetailVi
     fields = ["level", "embargo_until", "note", "created_at", "updated_at"]
 
     def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        rule = self.object
-        if rule.collection_id:
-            definitions = HarvestDefinition.objects.filter(
-                pk__in=CollectionMapping.objects.filter(collection=rule.collection).values(
-                    "harvest_definition"
-                )
-            )
-        else:
-            definitions = HarvestDefinition.objects.filter(pk=rule.harvest_definition_id)
-        context["definitions"] = definitions.order_by("name")
-        context["captures"] = Capture.objects.filter(job__harvest_definition__in=definitions).count()
-        return context
+        return super().get_context_data(
+            definitions=rule_definitions(self.object),
+            captures=rule_capture_count(self.object),
+            **kwargs,
+        )
 
 
 class AccessRuleCreateView(RulesAreaMixin, ServiceFormView):
@@ -131,15 +126,8 @@ class ExclusionListView(RulesAreaMixin, PermittedActionsMixin, ObjectListView):
     actions = (ADD,)
     template_name = "storage/exclusion_list.html"
 
-
-def exclusion_captures(exclusion: Exclusion):
-    """The captures an exclusion covers (whether or not it is in force)."""
-    if exclusion.kind == ExclusionKind.URL:
-        return Capture.objects.filter(urlkey=exclusion.key)
-    covered = Q(urlkey__gte=exclusion.key, urlkey__lt=exclusion.key_end)
-    if exclusion.port_key:
-        covered |= Q(urlkey__gte=exclusion.port_key, urlkey__lt=exclusion.port_key_end)
-    return Capture.objects.filter(covered)
+    def get_queryset(self):
+        return exclusions_in_force_first(super().get_queryset())
 
 
 class ExclusionDetailView(RulesAreaMixin, PermittedActionsMixin, ObjectDetailView):
@@ -162,9 +150,7 @@ class ExclusionDetailView(RulesAreaMixin, PermittedActionsMixin, ObjectDetailVie
     ]
 
     def get_context_data(self, **kwargs):
-        context = super().get_context_data(**kwargs)
-        context["covered"] = exclusion_captures(self.object).count()
-        return context
+        return super().get_context_data(covered=exclusion_capture_count(self.object), **kwargs)
 
 
 class ExclusionCreateView(RulesAreaMixin, ServiceFormView):
@@ -193,6 +179,12 @@ class ExclusionEditView(RulesAreaMixin, ServiceFormView):
     def exclusion(self) -> Exclusion:
         return get_object_or_404(Exclusion, pk=self.kwargs["pk"])
 
+    def get(self, request, *args, **kwargs):
+        if self.exclusion.lifted_at is not None:
+            messages.error(request, _("This exclusion was lifted; enter a new one."))
+            return redirect(self.exclusion.get_absolute_url())
+        return super().get(request, *args, **kwargs)
+
     def get_form_kwargs(self):
         return {**super().get_form_kwargs(), "instance": Exclusion.objects.get(pk=self.exclusion.pk)}
 
@@ -218,13 +210,13 @@ class ExclusionLiftView(RulesAreaMixin, AreaRequiredMixin, View):
 
     def post(self, request, pk):
         exclusion = get_object_or_404(Exclusion, pk=pk)
-        seen = request.POST.get("seen", "")
+        form = ExclusionLiftForm(request.POST)
         try:
-            if not (seen.isdigit() and 0 < len(seen) < 10):
+            if not form.is_valid():
                 raise ValidationError(
                     _("The page did not say which version of this exclusion it showed; reload it.")
                 )
-            exclusion_lift(user=request.user, exclusion=exclusion, expected_version=int(seen))
+            exclusion_lift(user=request.user, exclusion=exclusion, expected_version=form.cleaned_data["seen"])
         except ValidationError as error:
             messages.error(request, " ".join(error.messages))
         else:

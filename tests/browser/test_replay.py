@@ -4,8 +4,9 @@ pywb runs as ``manage.py replay`` configures it (tests/pywb_server.py), behind t
 reads the live server's CDX API and WARC endpoint; the browser holds a staff ticket (the captures are
 of imported files, which no access rule covers: staff only). The test website was stopped once
 crawled (``crawled_site``), and every request the browser makes must go to pywb or to the
-application: what the pages show can only come from the archive. A page stored again later as a revisit record (no body: "same payload as before")
-replays with the original's content, which pywb finds by asking our CDX API for the original.
+application: what the pages show can only come from the archive. A page stored again later as a
+revisit record (no body: "same payload as before") replays with the original's content, which pywb
+finds by asking our CDX API for the original.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def reader(client, user_with_role):
-    client.force_login(user_with_role(Role.MANAGER))
+    """Who reads WARC bytes: crawl engineers (and the replay account)."""
+    client.force_login(user_with_role(Role.ENGINEER))
     return client
 
 

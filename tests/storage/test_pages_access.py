@@ -24,7 +24,9 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from storage.models import Capture, WarcFile
+from storage.models_access import AccessLevel
 from storage.replay import replay_url
+from storage.services.access import access_rule_save
 from storage.services.indexing import warc_file_index
 from storage.views import pages
 from tests.access import EVERYONE, assert_page_access
@@ -105,6 +107,13 @@ def librarian(client):
     return client
 
 
+@pytest.fixture
+def engineer(client):
+    """A crawl engineer: the one role that downloads records as stored."""
+    client.force_login(UserFactory(roles=[Role.ENGINEER]))
+    return client
+
+
 def capture_of(url: str, date: str) -> Capture:
     stamp = re.sub(r"\D", "", date)
     return next(c for c in Capture.objects.filter(url=url) if c.timestamp14 == stamp)
@@ -160,11 +169,27 @@ PAGES = {
 }
 
 
+# Readers see the search and the captures their rules open to them (the job's definition is open
+# here); the pages of files, jobs and domains are for staff, raw records for crawl engineers.
+STAFF = EVERYONE - {Role.READER}
+ALLOWED = {
+    "search": EVERYONE,
+    "search results": EVERYONE,
+    "capture_detail": EVERYONE,
+    "capture_raw": frozenset({Role.ENGINEER}),
+    "warcfile_detail": STAFF,
+    "job_captures": STAFF,
+    "domain_captures": STAFF,
+}
+
+
 @pytest.mark.parametrize("name", PAGES)
-def test_every_role_may_open_the_page_anonymous_users_log_in_and_users_without_a_role_may_not(
-    client, archive, job, name
+def test_each_role_opens_the_pages_it_may_anonymous_users_log_in_and_users_without_a_role_may_not(
+    client, archive, job, name, settings
 ):
-    assert_page_access(client, PAGES[name](archive, job), EVERYONE)
+    settings.ACCESS_ANONYMOUS = False  # with it, see tests/storage/test_access_rules.py
+    access_rule_save(harvest_definition=job.harvest_definition, level=AccessLevel.OPEN)
+    assert_page_access(client, PAGES[name](archive, job), ALLOWED[name])
 
 
 @pytest.mark.parametrize(
@@ -178,8 +203,8 @@ def test_every_role_may_open_the_page_anonymous_users_log_in_and_users_without_a
         ("storage:domain_captures", {"name": "-bad-.com"}),
     ],
 )
-def test_what_does_not_exist_is_404(librarian, name, kwargs):
-    assert librarian.get(reverse(name, kwargs=kwargs)).status_code == 404
+def test_what_does_not_exist_is_404(engineer, name, kwargs):
+    assert engineer.get(reverse(name, kwargs=kwargs)).status_code == 404
 
 
 def test_the_access_area_lists_the_search(librarian):
@@ -250,7 +275,8 @@ def test_the_capture_rows_link_to_the_capture_page_and_to_replay(librarian, arch
     html = search(librarian, url="example.com/a").content.decode()
     row = html[html.index(f'data-capture="{capture.pk}"') :].split("</tr>")[0]
     assert f'href="{capture.get_absolute_url()}"' in row
-    assert 'href="http://replay.example:8080/archive/20230115090000/http://example.com/a"' in row
+    assert f'href="{replay_url("http://example.com/a", "20230115090000")}"' in row
+    assert 'href="/access/replay/20230115090000/http://example.com/a"' in row  # the entry decides
     assert ">2023-01-15 09:00:00<" in row  # UTC, as the timestamp
     assert ">200<" in row and ">text/html<" in row
 
@@ -384,7 +410,7 @@ def test_the_capture_page_shows_where_the_record_is_and_its_headers(client, arch
     assert dict(http_headers)["X-Archive-Test"] == "2021-03-20T08:30:00Z"
     # Replay at this timestamp, the raw record, and the other captures of the URL.
     assert f'id="replay-link" href="{replay_url(capture.url, "20210320083000")}"' in html
-    assert "http://replay.example:8080/archive/20210320083000/http://example.com/a" in html
+    assert "/access/replay/20210320083000/http://example.com/a" in html
     assert f'id="raw-link" href="{reverse("storage:capture_raw", kwargs={"pk": capture.pk})}"' in html
     previous = capture_of("http://example.com/a", "2021-03-05T10:00:00Z")
     following = capture_of("http://example.com/a", "2021-07-01T00:00:01Z")
@@ -433,11 +459,11 @@ def raw(client, capture):
     return response, b"".join(response.streaming_content)
 
 
-def test_the_raw_record_is_the_record_as_stored_decompressed(librarian, archive):
+def test_the_raw_record_is_the_record_as_stored_decompressed(engineer, archive):
     path = Path(archive.path)
     data = path.read_bytes()
     for capture in archive.captures.all():
-        response, body = raw(librarian, capture)
+        response, body = raw(engineer, capture)
         assert response["Content-Type"] == "application/warc"
         assert response["Content-Disposition"] == (
             f'attachment; filename="test-1-20230101000000-00001-tests-{capture.offset}.warc"'
@@ -451,57 +477,57 @@ def test_the_raw_record_is_the_record_as_stored_decompressed(librarian, archive)
         assert downloaded.content_stream().read() == payload
 
 
-def test_a_crawled_page_and_its_raw_record(librarian, indexed_site, crawled_site):
+def test_a_crawled_page_and_its_raw_record(engineer, indexed_site, crawled_site):
     page_url = next(url for url in crawled_site.truth if url.endswith("/site/"))
-    response = search(librarian, url=page_url)
+    response = search(engineer, url=page_url)
     assert response.context["total"] >= 1
     capture = Capture.objects.filter(url=page_url, record_type="response").first()
-    html = text(librarian.get(capture.get_absolute_url()))
+    html = text(engineer.get(capture.get_absolute_url()))
     assert "WARC-Payload-Digest" in html and capture.digest in html
     assert 'id="http-status-line">HTTP/1.1 200' in html
-    _response, body = raw(librarian, capture)
+    _response, body = raw(engineer, capture)
     data = Path(capture.warc_file.path).read_bytes()
     assert body == gzip.decompress(data[capture.offset : capture.offset + capture.length])
     assert body.startswith(b"WARC/1.1\r\n") and capture.record_id.encode() in body
 
 
-def test_a_file_still_being_written_is_read_at_its_open_name(librarian, archive):
+def test_a_file_still_being_written_is_read_at_its_open_name(engineer, archive):
     path = Path(archive.path)
     path.rename(path.with_name(path.name + ".open"))
     WarcFile.objects.filter(pk=archive.pk).update(closed_at=None)
     capture = capture_of("http://example.com/about", "2023-02-01T00:00:00Z")
-    html = text(librarian.get(capture.get_absolute_url()))
+    html = text(engineer.get(capture.get_absolute_url()))
     assert 'id="headers-error"' not in html and ">WARC-Target-URI<" in html
-    _response, body = raw(librarian, capture)
+    _response, body = raw(engineer, capture)
     assert b"http://example.com/about at 2023-02-01T00:00:00Z" in body
-    page = text(librarian.get(reverse("storage:warcfile_detail", kwargs={"pk": archive.pk})))
+    page = text(engineer.get(reverse("storage:warcfile_detail", kwargs={"pk": archive.pk})))
     assert 'id="file-open"' in page and f"{path}.open" in page and 'id="not-on-disk"' not in page
 
 
-def test_a_file_missing_on_disk_is_a_clear_error_not_a_crash(librarian, archive):
+def test_a_file_missing_on_disk_is_a_clear_error_not_a_crash(engineer, archive):
     Path(archive.path).unlink()
     capture = archive.captures.first()
-    response = librarian.get(reverse("storage:capture_raw", kwargs={"pk": capture.pk}))
+    response = engineer.get(reverse("storage:capture_raw", kwargs={"pk": capture.pk}))
     assert response.status_code == 503
     reason = text(response)
     assert f"The file {archive.name} is not on disk (expected at {archive.path})." in reason
-    page = librarian.get(capture.get_absolute_url())
+    page = engineer.get(capture.get_absolute_url())
     assert page.status_code == 200
     assert "The headers cannot be shown: The file" in text(page)
-    files_page = librarian.get(reverse("storage:warcfile_detail", kwargs={"pk": archive.pk}))
+    files_page = engineer.get(reverse("storage:warcfile_detail", kwargs={"pk": archive.pk}))
     assert 'id="not-on-disk"' in files_page.content.decode()
 
 
-def test_an_index_that_no_longer_matches_the_file_is_said(librarian, archive, tmp_path):
+def test_an_index_that_no_longer_matches_the_file_is_said(engineer, archive, tmp_path):
     capture = capture_of("http://example.com/about", "2023-02-01T00:00:00Z")
     Capture.objects.filter(pk=capture.pk).update(record_id="<urn:uuid:00000000-0000-0000-0000-000000000000>")
-    html = text(librarian.get(capture.get_absolute_url()))
+    html = text(engineer.get(capture.get_absolute_url()))
     assert "the index is out of date" in html
     # A file cut short: the record would run past its end.
     path = Path(archive.path)
     shutil.copy(path, tmp_path / "whole")
     path.write_bytes((tmp_path / "whole").read_bytes()[: capture.offset + 10])
-    response = librarian.get(reverse("storage:capture_raw", kwargs={"pk": capture.pk}))
+    response = engineer.get(reverse("storage:capture_raw", kwargs={"pk": capture.pk}))
     assert response.status_code == 503
     assert f"but the file has only {capture.offset + 10} bytes" in text(response)
 

@@ -543,5 +543,7 @@ def test_a_crawled_png_is_not_served_as_a_screenshot(client, rendered, tmp_path)
 
 def test_the_image_is_for_those_who_may_see_captures(client, rendered):
     assert_page_access(
-        client, image_url(capture_of(rendered, "urn:screenshot:http://shots.fr/contact")), EVERYONE
+        client,
+        image_url(capture_of(rendered, "urn:screenshot:http://shots.fr/contact")),
+        EVERYONE - {Role.READER},
     )

@@ -29,7 +29,8 @@ from tests.access import assert_sent_to_login, user_for
 from webarchive.permissions import Role, user_set_roles
 from webarchive.services import user_token_regenerate
 
-READ_ONLY = {"storage.view_capture", "storage.view_warcfile"}
+# What the replay account holds: read captures and files, and the files' bytes (pywb's archive_paths).
+READ_ONLY = {"storage.view_capture", "storage.view_warcfile", "storage.download_warcfile"}
 
 
 def replay_user():
@@ -63,7 +64,7 @@ def get(client, url: str, authorization: str | None = None):
 
 
 @pytest.mark.django_db
-def test_the_replay_account_may_only_view_captures_and_warc_files():
+def test_the_replay_account_may_only_view_captures_and_read_warc_files():
     key = replay_account_ensure()
     user = replay_user()
     assert user.is_active and not user.is_staff and not user.is_superuser
@@ -135,13 +136,16 @@ def test_the_replay_account_is_refused_everywhere_else(client, db):
 @pytest.mark.parametrize("role", [*Role, None])
 def test_a_users_own_token_gives_their_role(client, endpoints, role):
     key = user_token_regenerate(user=user_for(role)).key
-    for url in endpoints:
-        response = get(client, url, f"Token {key}")
-        assert response.status_code == (403 if role is None else 200), (url, role)
+    cdx, warc = endpoints
+    response = get(client, cdx, f"Token {key}")
+    assert response.status_code == (403 if role is None else 200), (cdx, role)
+    # WARC bytes are for crawl engineers (and the replay account): no downloads for the other roles.
+    response = get(client, warc, f"Token {key}")
+    assert response.status_code == (200 if role == Role.ENGINEER else 403), (warc, role)
 
 
 def test_basic_auth_with_a_token_needs_its_owners_name(client, endpoints):
-    user = user_for(Role.LIBRARIAN)
+    user = user_for(Role.ENGINEER)
     key = user_token_regenerate(user=user).key
     for url in endpoints:
         assert get(client, url, basic(user.username, key)).status_code == 200
@@ -171,7 +175,7 @@ def test_a_bad_token_is_refused_with_a_challenge(client, endpoints, authorizatio
 
 
 def test_a_bad_token_is_refused_even_with_a_session(client, endpoints):
-    client.force_login(user_for(Role.CURATOR))
+    client.force_login(user_for(Role.ENGINEER))
     for url in endpoints:
         assert get(client, url).status_code == 200
         assert get(client, url, "Token wrong").status_code == 401

@@ -103,3 +103,96 @@ def test_demo_harvests_the_script_built_section_in_a_browser():
         Record.objects.count(),
     ) == counts
     assert definition.configurations.get() == configuration
+
+
+def test_demo_reader_reads_only_the_access_area():
+    from webarchive.permissions import STAFF_ROLES
+
+    out = StringIO()
+    call_command("demo", stdout=out)
+    assert "  reader     reader-demo      Reader\n" in out.getvalue()
+    request = RequestFactory().post("/login/")
+    reader = authenticate(request, username="reader", password="reader-demo")
+    assert reader is not None and not reader.is_superuser and not reader.is_staff
+    assert user_roles(reader) == {Role.READER} and not user_roles(reader) & STAFF_ROLES
+
+
+def test_demo_access_rules_open_the_test_website_and_keep_the_rest_for_readers(settings):
+    from harvest.models import HarvestDefinition
+    from storage import access
+    from storage.models_access import AccessLevel, AccessRule
+    from storage.selectors_reading_room import readable_collections
+
+    settings.ACCESS_ANONYMOUS = True
+    call_command("demo", stdout=StringIO())
+    levels = {rule.collection.name: rule.level for rule in AccessRule.objects.all()}
+    assert levels == {
+        "Test website": AccessLevel.OPEN,
+        "News and press": AccessLevel.READERS,
+        "Science and research": AccessLevel.READING_ROOM,
+    }
+    assert all(rule.note and rule.embargo_until is None for rule in AccessRule.objects.all())
+    definitions = {d.pk: d.name for d in HarvestDefinition.objects.all()}
+
+    def readable(viewer):
+        return (
+            {definitions[pk] for pk in access.definitions_open_to(viewer)},
+            {c.name for c in readable_collections(viewer)},
+        )
+
+    # The demo's crawl of the test website is replayable by anyone; the rest by readers, by level.
+    assert readable(access.Viewer(access.ANONYMOUS)) == ({"Test website weekly"}, {"Test website"})
+    assert readable(access.Viewer(access.READER)) == (
+        {"Test website weekly", "News weekly"},
+        {"Test website", "News and press", "Elections 2027"},
+    )
+    assert readable(access.Viewer(access.READER, in_reading_room=True)) == (
+        {"Test website weekly", "News weekly", "Science twice a year"},
+        {"Test website", "News and press", "Elections 2027", "Science and research"},
+    )
+
+
+def test_demo_excludes_a_page_of_the_test_website_that_its_crawl_reaches():
+    import surt
+
+    from selection.models import Record
+    from storage.models_access import Exclusion, ExclusionKind
+    from webarchive.testsite.layout import Layout
+
+    call_command("demo", stdout=StringIO())
+    (exclusion,) = Exclusion.objects.all()
+    assert (exclusion.kind, exclusion.reason, exclusion.requested_by) == (
+        ExclusionKind.URL,
+        "Demo: a take-down request",
+        "A person named on the page",
+    )
+    assert exclusion.is_active() and exclusion.created_by.username == "curator"
+    # A numbered page of the generated site (100 pages with `manage.py testsite`'s defaults), under
+    # the seed of the "Test website" record: the crawl of "Test website weekly" reaches it.
+    (seed,) = Record.objects.filter(collection__name="Test website").values_list("url", flat=True)
+    assert exclusion.target.startswith(seed)
+    path = "/" + exclusion.target.split("/", 3)[3]
+    layout = Layout(None, seed=0, pages=100, today=None)
+    assert path in {layout.page_path(n) for n in range(1, 100)}
+    assert exclusion.covers(surt.surt(exclusion.target))
+    assert not exclusion.covers(surt.surt(seed))
+
+
+def test_demo_access_runs_again_without_changing_anything():
+    from storage.models_access import AccessLevel, AccessRule, Exclusion
+    from storage.services.access import access_rule_save, exclusion_lift
+
+    call_command("demo", stdout=StringIO())
+    history = (AccessRule.history.count(), Exclusion.history.count())
+    call_command("demo", stdout=StringIO())
+    assert (AccessRule.objects.count(), Exclusion.objects.count()) == (3, 1)
+    assert (AccessRule.history.count(), Exclusion.history.count()) == history  # nothing saved again
+
+    # What curators decide afterwards stays: a closed collection, a lifted take-down.
+    rule = AccessRule.objects.get(collection__name="News and press")
+    access_rule_save(rule=rule, level=AccessLevel.STAFF)
+    exclusion_lift(exclusion=Exclusion.objects.get())
+    call_command("demo", stdout=StringIO())
+    assert AccessRule.objects.get(pk=rule.pk).level == AccessLevel.STAFF
+    (exclusion,) = Exclusion.objects.all()
+    assert exclusion.lifted_at is not None

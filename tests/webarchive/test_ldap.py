@@ -35,6 +35,7 @@ ROLE_GROUPS = {
     Role.ENGINEER.value: directory.group_dn("engineers"),
     # Written as an administrator might: group DNs are compared without regard to case.
     Role.MANAGER.value: "CN=Managers,OU=Groups,DC=example,DC=org",
+    Role.READER.value: directory.group_dn("readers"),
 }
 ADMIN_GROUP = directory.group_dn("admins")
 
@@ -112,6 +113,7 @@ def fresh(user):
     [
         ("alice", Role.LIBRARIAN, ["selection", "access"], ["operations", "planning", "reports"]),
         ("bob", Role.ENGINEER, ["selection", "operations", "planning", "reports", "access"], []),
+        ("judy", Role.READER, ["access"], ["selection", "operations", "planning", "reports"]),
     ],
 )
 def test_ldap_user_logs_in_with_the_role_of_their_group(
@@ -402,6 +404,7 @@ def test_environment_configures_a_working_ldap_login(client, settings, environme
         AUTH_LDAP_CURATOR_GROUP=directory.group_dn("curators"),
         AUTH_LDAP_ENGINEER_GROUP=directory.group_dn("engineers"),
         AUTH_LDAP_MANAGER_GROUP=directory.group_dn("managers"),
+        AUTH_LDAP_READER_GROUP=directory.group_dn("readers"),
         AUTH_LDAP_ADMIN_GROUP=directory.group_dn("admins"),
         AUTH_LDAP_TIMEOUT="3",
     )
@@ -415,6 +418,7 @@ def test_environment_configures_a_working_ldap_login(client, settings, environme
         "curator": "cn=curators,ou=groups,dc=example,dc=org",
         "engineer": "cn=engineers,ou=groups,dc=example,dc=org",
         "manager": "cn=managers,ou=groups,dc=example,dc=org",
+        "reader": "cn=readers,ou=groups,dc=example,dc=org",
     }
     search = ldap_settings.AUTH_LDAP_USER_SEARCH
     assert (search.base_dn, search.scope, search.filterstr) == (
@@ -446,6 +450,9 @@ def test_environment_configures_a_working_ldap_login(client, settings, environme
     user = assert_logged_in(client, log_in(client, "carol", directory.password_for("carol")), "carol")
     assert user_roles(user) == frozenset({Role.CURATOR, Role.MANAGER})
     assert (user.first_name, user.last_name, user.email) == ("Carol", "Carter", "carol@example.org")
+    reader = assert_logged_in(client, log_in(client, "judy", directory.password_for("judy")), "judy")
+    assert user_roles(reader) == frozenset({Role.READER})
+    assert (reader.is_superuser, reader.is_staff) == (False, False)
     admin = assert_logged_in(client, log_in(client, "erin", directory.password_for("erin")), "erin")
     assert (admin.is_superuser, admin.is_staff) == (True, True)
     assert_not_logged_in(client, log_in(client, "carol", "wrong"))

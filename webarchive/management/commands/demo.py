@@ -1,4 +1,4 @@
-"""Demo data: users for each role, collections, records and their planning. Safe to run again."""
+"""Demo data: users for each role, collections, records, their planning and access. Safe to run again."""
 
 import os
 from pathlib import Path
@@ -43,6 +43,8 @@ from selection.services import (
 )
 from selection.urlcheck import UrlCheckResult
 from storage.models import StorageNode
+from storage.models_access import AccessLevel, AccessRule, Exclusion, ExclusionKind
+from storage.services.access import access_rule_save, exclusion_create
 from storage.services.nodes import node_create
 from webarchive.permissions import Role
 from webarchive.services import user_ensure
@@ -53,6 +55,7 @@ DEMO_USERS = [
     ("curator", {Role.CURATOR}, False, "Camille", "Martin"),
     ("engineer", {Role.ENGINEER}, False, "Eric", "Nguyen"),
     ("manager", {Role.MANAGER}, False, "Marie", "Dubois"),
+    ("reader", {Role.READER}, False, "Paul", "Lambert"),
     ("admin", set(), True, "Ada", "Admin"),
 ]
 
@@ -192,6 +195,37 @@ BROWSER_TEMPLATE = {
 BROWSER_MAPPING = ("small", "path")
 SCRIPT_BUILT_OBJECTS = 200  # a small budget: a rendered page is slow to harvest
 
+# Who may read what, so that anonymous visitors, readers and readers in a reading room see different
+# things. "Elections 2027" has no rule of its own: it shares "News weekly" with "News and press", so
+# its captures are read as those of that harvest definition (the most open rule decides).
+DEMO_ACCESS_RULES = [
+    # collection, level, note
+    (
+        "Test website",
+        AccessLevel.OPEN,
+        "Demo: the test website is ours, so what the demo harvests of it is open to everyone.",
+    ),
+    (
+        "News and press",
+        AccessLevel.READERS,
+        "Demo: an agreement with the publishers lets registered readers read it from anywhere.",
+    ),
+    (
+        "Science and research",
+        AccessLevel.READING_ROOM,
+        "Demo: legal deposit only, so it is read in the library's reading rooms.",
+    ),
+]
+
+# A take-down of one page of the test website that the demo's crawl reaches (page 5 of the
+# generated site, in the tree of its "news" section): captured, indexed, but no reader sees it.
+DEMO_EXCLUSION = {
+    "kind": ExclusionKind.URL,
+    "path": "/site/news/5.html",
+    "reason": "Demo: a take-down request",
+    "requested_by": "A person named on the page",
+}
+
 
 def demo_checker(url: str) -> UrlCheckResult:
     """The demo has no internet: its records say so instead of pretending to be checked."""
@@ -203,7 +237,7 @@ def demo_password(username: str) -> str:
 
 
 class Command(BaseCommand):
-    help = "Create the demo users (one per role, plus an administrator) and demo collections."
+    help = "Create the demo users (one per role, plus an administrator), collections and their access rules."
 
     @transaction.atomic
     def handle(self, *args, **options):
@@ -257,12 +291,29 @@ class Command(BaseCommand):
                 record_set_status(record=record, user=curator, status=status)
 
         self._planning(collections, curator)
+        self._access(collections, curator)
         self._storage(users["engineer"])
 
         self.stdout.write(self.style.SUCCESS("Demo data loaded. Demo logins (user / password / role):"))
         for username, roles, superuser, _first, _last in DEMO_USERS:
             role = ", ".join(str(r.label) for r in roles) or ("Administrator" if superuser else "—")
             self.stdout.write(f"  {username:<10} {demo_password(username):<16} {role}")
+
+    def _access(self, collections, curator):
+        """The access rules of the demo's collections, one exclusion; curators' later changes are kept."""
+        for name, level, note in DEMO_ACCESS_RULES:
+            if not AccessRule.objects.filter(collection=collections[name]).exists():
+                access_rule_save(user=curator, collection=collections[name], level=level, note=note)
+        target = testsite_url(DEMO_EXCLUSION["path"])
+        # Lifted or not: a curator who lifted it decided so.
+        if not Exclusion.objects.filter(kind=DEMO_EXCLUSION["kind"], target=target).exists():
+            exclusion_create(
+                user=curator,
+                kind=DEMO_EXCLUSION["kind"],
+                target=target,
+                reason=DEMO_EXCLUSION["reason"],
+                requested_by=DEMO_EXCLUSION["requested_by"],
+            )
 
     def _storage(self, engineer):
         """Two storage nodes in two "buildings" under var/storage: every WARC file gets two replicas."""
