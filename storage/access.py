@@ -25,7 +25,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from harvest.models import CollectionMapping, HarvestDefinition
+from harvest.models import CollectionMapping
 from storage.cdx import key_range
 from storage.models import Capture
 from storage.models_access import LEVEL_ORDER, AccessLevel, AccessRule, Exclusion, ExclusionKind
@@ -155,38 +155,31 @@ class AccessAddressMiddleware:
 def definitions_open_to(viewer: Viewer, day=None) -> set[int]:
     """The harvest definitions whose captures the viewer may read on ``day`` (today)."""
     day = day or timezone.localdate()
-    rules = AccessRule.objects.all()
-    levels = {}  # rule target -> level today
-    open_definitions = set()
-    for rule in rules:
+    definitions, collections = set(), set()
+    for rule in AccessRule.objects.all():
         if viewer.allowed_by(rule.level_on(day)):
             if rule.harvest_definition_id:
-                open_definitions.add(rule.harvest_definition_id)
+                definitions.add(rule.harvest_definition_id)
             else:
-                levels[rule.collection_id] = True
-    if levels:
-        open_definitions.update(
-            CollectionMapping.objects.filter(collection_id__in=levels).values_list(
-                "harvest_definition_id", flat=True
-            )
-        )
-    return open_definitions
+                collections.add(rule.collection_id)
+    if collections:
+        mapped = CollectionMapping.objects.filter(collection_id__in=collections)
+        definitions.update(mapped.values_list("harvest_definition_id", flat=True))
+    return definitions
+
+
+def _covering(urlkey) -> Q:
+    """The exclusions whose URLs hold ``urlkey`` (a key, or ``OuterRef("urlkey")`` in a subquery)."""
+    return (
+        Q(kind=ExclusionKind.URL, key=urlkey)
+        | Q(~Q(kind=ExclusionKind.URL), key__lte=urlkey, key_end__gt=urlkey)
+        | Q(kind=ExclusionKind.DOMAIN, port_key__lte=urlkey, port_key_end__gt=urlkey)
+    )
 
 
 def excluded(day=None) -> Exists:
     """Whether an exclusion in force covers the capture (for ``Capture`` querysets)."""
-    active = Exclusion.objects.active(day)
-    return Exists(
-        active.filter(
-            Q(kind=ExclusionKind.URL, key=OuterRef("urlkey"))
-            | Q(~Q(kind=ExclusionKind.URL), key__lte=OuterRef("urlkey"), key_end__gt=OuterRef("urlkey"))
-            | Q(
-                kind=ExclusionKind.DOMAIN,
-                port_key__lte=OuterRef("urlkey"),
-                port_key_end__gt=OuterRef("urlkey"),
-            )
-        )
-    )
+    return Exists(Exclusion.objects.active(day).filter(_covering(OuterRef("urlkey"))))
 
 
 def visible_captures(queryset, viewer: Viewer, day=None):
@@ -247,16 +240,7 @@ def capture_rules(capture: Capture) -> list[AccessRule]:
 
 def exclusion_of(urlkey: str, day=None) -> Exclusion | None:
     """The exclusion in force that covers a capture key, if any (the oldest)."""
-    return (
-        Exclusion.objects.active(day)
-        .filter(
-            Q(kind=ExclusionKind.URL, key=urlkey)
-            | Q(~Q(kind=ExclusionKind.URL), key__lte=urlkey, key_end__gt=urlkey)
-            | Q(kind=ExclusionKind.DOMAIN, port_key__lte=urlkey, port_key_end__gt=urlkey)
-        )
-        .order_by("created_at", "pk")
-        .first()
-    )
+    return Exclusion.objects.active(day).filter(_covering(urlkey)).order_by("created_at", "pk").first()
 
 
 def capture_decision(capture: Capture, viewer: Viewer) -> Decision:
@@ -294,17 +278,6 @@ def access_labels(viewer: Viewer, day=None) -> dict[int, str]:
             if definition_id not in labels or rank < labels[definition_id][0]:
                 labels[definition_id] = (rank, rule.describe())
     return {definition_id: label for definition_id, (_rank, label) in labels.items()}
-
-
-def definition_rules(definition: HarvestDefinition) -> list[AccessRule]:
-    """The rules that cover a definition's captures, the most open first."""
-    collections = CollectionMapping.objects.filter(harvest_definition=definition).values("collection_id")
-    rules = AccessRule.objects.filter(Q(harvest_definition=definition) | Q(collection_id__in=collections))
-    day = timezone.localdate()
-    return sorted(
-        rules.select_related("collection", "harvest_definition"),
-        key=lambda r: LEVEL_ORDER.index(r.level_on(day)),
-    )
 
 
 # Exclusion keys --------------------------------------------------------------------------------------

@@ -14,21 +14,19 @@ from storage.models_access import AccessRule
 
 
 def readable_collections(viewer: access.Viewer):
-    """The collections the viewer may read: their own rule lets the viewer in today or, for a collection
-    without a rule, the rule of a harvest definition mapped to it does (another collection's rule on the
-    same definition does not open this one's list). Staff: every collection."""
+    """The collections the viewer may read: those whose own rule lets the viewer in today and, for a
+    collection without a rule, those mapped to a harvest definition whose captures the viewer may read
+    (a collection whose own rule keeps the viewer out is not listed, though another collection's rule
+    may open the same captures). Staff: every collection."""
     collections = Collection.objects.all()
     if not viewer.is_staff:
         today = timezone.localdate()
-        ruled, own, definitions = set(), set(), set()
-        for rule in AccessRule.objects.all():
-            allowed = viewer.allowed_by(rule.level_on(today))
-            if rule.collection_id:
-                ruled.add(rule.collection_id)
-                if allowed:
-                    own.add(rule.collection_id)
-            elif allowed:
-                definitions.add(rule.harvest_definition_id)
+        ruled, own = set(), set()
+        for rule in AccessRule.objects.filter(collection__isnull=False):
+            ruled.add(rule.collection_id)
+            if viewer.allowed_by(rule.level_on(today)):
+                own.add(rule.collection_id)
+        definitions = access.definitions_open_to(viewer, today)
         through = CollectionMapping.objects.filter(harvest_definition_id__in=definitions).exclude(
             collection_id__in=ruled
         )

@@ -38,16 +38,23 @@ def user_for(role: Role | None):
     return UserFactory(roles=[role] if role else [])
 
 
-def assert_page_access(client, url: str, allowed: frozenset, *, admin_allowed: bool = True) -> None:
-    """Check a page for anonymous users, every role, no role and the administrator."""
+def assert_page_access(
+    client, url: str, allowed: frozenset, *, admin_allowed: bool = True, redirects: dict | None = None
+) -> None:
+    """Check a page for anonymous users, every role, no role and the administrator; ``redirects``: the
+    roles sent elsewhere (role → where)."""
     client.logout()
     assert_sent_to_login(client.get(url), url)
     for role in [*Role, None, "admin"]:
         client.force_login(user_for(role))
-        expected = 200 if (role in allowed or (role == "admin" and admin_allowed)) else 403
-        status = client.get(url).status_code
-        assert status == expected, f"{url} as {role or 'no role'}: got {status}, expected {expected}"
+        response = client.get(url)
         client.logout()
+        if redirects and role in redirects:
+            assert response.status_code == 302 and response["Location"] == redirects[role], f"{url} as {role}"
+            continue
+        expected = 200 if (role in allowed or (role == "admin" and admin_allowed)) else 403
+        status = response.status_code
+        assert status == expected, f"{url} as {role or 'no role'}: got {status}, expected {expected}"
 
 
 def assert_api_access(client, url: str, allowed: frozenset, *, admin_allowed: bool = True) -> None:

@@ -98,7 +98,7 @@ def version_take(obj: Model, *, expected: int | None = None) -> None:
         setattr(obj, field, expected + 1)
         return
     stored = row.values_list(field, flat=True).get()
-    if expected > stored:
+    if expected > stored or expected < 1:
         raise ValidationError(
             {
                 "version": _("This %(what)s never had version %(expected)d; it is at version %(stored)d.")

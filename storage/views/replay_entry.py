@@ -30,9 +30,10 @@ from storage.replay import RAW_PROFILES, gate_ticket_key, pywb_url
 from storage.replay_ticket import ticket_make
 from webarchive.permissions import DOWNLOAD, can
 
-# pywb's addresses: a timestamp of up to 14 digits, perhaps a modifier (mp_, im_, id_…), then the URL.
-STAMP = r"\d{0,14}(?:[a-z]{2}_)?"
-_STAMP = re.compile(r"^(\d{0,14})([a-z]{2}_)?$")
+# pywb's addresses: a timestamp of up to 14 digits (and "*" for pywb's list of captures), perhaps a
+# modifier (mp_, im_, id_…), then the URL.
+STAMP = r"\d{0,14}\*?(?:[a-z]{2}_)?"
+_STAMP = re.compile(r"^(\d{0,14})\*?([a-z]{2}_)?$")
 RAW_MODIFIER = "id_"
 
 

@@ -255,3 +255,26 @@ def test_a_rule_is_for_one_collection_or_one_definition(access_archive):
     with pytest.raises(ValidationError):  # the collection has its rule already
         access_rule_save(collection=collection, level=AccessLevel.STAFF)
     assert access_archive.rules["open"].level == AccessLevel.OPEN
+
+
+@pytest.mark.parametrize("stamp", ["*", "2024*", "20240315093000im_", ""])
+def test_the_replay_entry_takes_pywbs_other_addresses(client, access_archive, stamp):
+    url = (
+        reverse("storage:replay_entry", kwargs={"stamp": stamp, "url": case_url("open")})
+        if stamp
+        else (f"/access/replay//{case_url('open')}")
+    )
+    entry = client.get(url)
+    assert entry.status_code == 302, url
+    assert parse_qs(urlsplit(entry["Location"]).query)["next"] == [
+        f"/archive-public/{stamp}/{case_url('open')}"
+    ]
+
+
+def test_a_replay_entry_for_what_is_not_a_url_or_not_archived_is_not_found(client, access_archive):
+    client.force_login(user_for(Role.READER))
+    for url in ("http://absent.fr/", "http://open.fr/nothing-here"):
+        answer = client.get(reverse("storage:replay_entry", kwargs={"stamp": STAMP, "url": url}))
+        assert answer.status_code == 404 and "The archive has no capture" in answer.content.decode()
+    answer = client.get(f"/access/replay/{STAMP}/http://open.fr/%00")
+    assert answer.status_code == 404

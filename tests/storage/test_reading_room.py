@@ -90,7 +90,7 @@ def test_a_collection_lists_its_readable_entry_points_with_their_captures(client
 def test_rejected_records_are_no_entry_points(client, entry_points):
     collection = entry_points.collections["readers"]
     RecordFactory(
-        collection=collection, url=case_url("readers", "/"), status="rejected", status_reason="Out of scope"
+        collection=collection, url="http://readers.fr/rejected", status="rejected", status_reason="Gone"
     )
     client.force_login(user_for(Role.READER))
     page = client.get(reverse("storage:reading_room"))

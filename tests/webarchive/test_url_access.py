@@ -278,7 +278,8 @@ def new_dedup_run():
 # form's target), "api" (GET), "api-post", "public", "public-post", "own" (POST on
 # the user's own object: anyone else gets 404).
 ACCESS = {
-    "home": ("page", url("home"), ANY_LOGGED_IN),
+    # Readers have no home of their own: they are sent to the reading room (see test_page_access).
+    "home": ("page", url("home"), ANY_LOGGED_IN - {Role.READER}),
     "account": ("page", url("account"), ANY_LOGGED_IN),
     "account-token": ("post", url("account-token"), ANY_LOGGED_IN),
     "logout": ("post", url("logout"), ANY_LOGGED_IN),
@@ -651,7 +652,8 @@ def test_every_area_is_listed():
 @pytest.mark.parametrize("name", [n for n, (kind, *_) in ACCESS.items() if kind == "page"])
 def test_page_access(client, name):
     _kind, build, allowed = ACCESS[name]
-    assert_page_access(client, build(), allowed)
+    redirects = {Role.READER: reverse("storage:reading_room")} if name == "home" else None
+    assert_page_access(client, build(), allowed, redirects=redirects)
 
 
 @pytest.mark.smoke
