@@ -178,6 +178,20 @@ def test_the_ticket_link_sets_the_cookie_and_keeps_the_browser_in_its_collection
     assert taken.status_code == 302
     assert taken.headers["Location"] == "/archive-reader/"  # not another profile's collection
     assert f"{COOKIE}={ticket}" in taken.headers["Set-Cookie"] and "HttpOnly" in taken.headers["Set-Cookie"]
+    # Never off the replay site, however the address is written.
+    for outside in (
+        "http://outside.example/",
+        "//outside.example/archive-reader/",
+        "/\\outside.example/",
+        "",
+    ):
+        taken = requests.get(
+            f"{pywb_replay.url}_ticket",
+            params={"t": ticket, "next": outside},
+            timeout=30,
+            allow_redirects=False,
+        )
+        assert taken.headers["Location"] == "/archive-reader/", outside
 
 
 def test_pywbs_internal_server_cannot_be_asked_directly(pywb_replay, archive):  # noqa: F811

@@ -439,7 +439,8 @@ def test_a_directory_that_is_not_the_nodes_own_is_unreachable(tmp_path):
 
 @pytest.fixture
 def reader(client):
-    client.force_login(UserFactory(roles=[Role.MANAGER]))
+    # Who reads WARC bytes: crawl engineers (and the replay account).
+    client.force_login(UserFactory(roles=[Role.ENGINEER]))
     return client
 
 

@@ -78,7 +78,7 @@ def assert_logged_in(client, response, username: str, backend: str = LDAP_BACKEN
     user = User.objects.get(username=username)
     assert client.session[SESSION_KEY] == str(user.pk)
     assert client.session[BACKEND_SESSION_KEY] == backend
-    home = client.get(reverse("home"))
+    home = client.get(reverse("home"), follow=True)  # readers land in the reading room
     assert home.status_code == 200
     assert home.context["user"].pk == user.pk
     return user
@@ -131,7 +131,7 @@ def test_ldap_user_logs_in_with_the_role_of_their_group(
     assert user_roles(user) == frozenset({role})
     assert set(user.groups.values_list("name", flat=True)) == {role.value}
 
-    home = client.get(reverse("home")).content.decode()
+    home = client.get(reverse("home"), follow=True).content.decode()
     assert f"{given} {sn}" in home
     for area in open_areas:
         assert f'data-area="{area}"' in home
