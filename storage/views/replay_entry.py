@@ -104,17 +104,9 @@ def replay_entry(request, stamp: str, url: str):
         response["Cache-Control"] = "no-store"
         return response
     capture = _closest(captures.select_related("job"), timestamp)
-    if capture is None:
-        return _refusal(
-            request,
-            status=404,
-            title=_("Not in the archive"),
-            message=_("The archive has no capture of %(url)s.") % {"url": url[:2000]},
-            url=url,
-        )
-    decision = access.capture_decision(capture, viewer)
-    if decision.exclusion is not None:
-        # A take-down hides the URL: for readers it is as if the archive did not have it.
+    decision = access.capture_decision(capture, viewer) if capture is not None else None
+    # No capture, or a take-down, which hides the URL: for readers it is as if the archive had none.
+    if decision is None or decision.exclusion is not None:
         return _refusal(
             request,
             status=404,
