@@ -15,18 +15,19 @@ collection each, whose index is the CDX API narrowed to that profile).
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass
 from functools import lru_cache
 
 import surt
 from django.conf import settings
 from django.core.checks import Error, register
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, F, OuterRef, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from harvest.models import CollectionMapping
-from storage.cdx import key_range
+from storage.cdx import CdxQuery, captures_lookup, key_range
 from storage.models import Capture
 from storage.models_access import LEVEL_ORDER, AccessLevel, AccessRule, Exclusion, ExclusionKind
 from webarchive.permissions import Role, is_archive_staff, user_roles
@@ -278,6 +279,29 @@ def access_labels(viewer: Viewer, day=None) -> dict[int, str]:
             if definition_id not in labels or rank < labels[definition_id][0]:
                 labels[definition_id] = (rank, rule.describe())
     return {definition_id: label for definition_id, (_rank, label) in labels.items()}
+
+
+def replay_cdx_lines(query: CdxQuery, viewer: Viewer):
+    """The CDX lines the replay process gets for one kind of viewer: the captures it may read, each with
+    the rule that lets it read them (``"access_rule": "Open"``, which the replay banner shows; not
+    ``access``, which pywb reads as its own access control). Staff also get excluded captures, said so."""
+    labels = access_labels(viewer)
+    closed = _("No access rule: staff only")
+    excluded_label = _("Excluded from access: staff only")
+    captures = visible_captures(Capture.objects.all(), viewer).annotate(
+        definition_id=F("job__harvest_definition_id")
+    )
+    if viewer.is_staff:
+        captures = captures.annotate(is_excluded=excluded())
+    for capture in captures_lookup(query, captures):
+        label = (
+            excluded_label
+            if getattr(capture, "is_excluded", False)
+            else labels.get(capture.definition_id, closed)
+        )
+        line = query.line(capture)
+        field = json.dumps({"access_rule": label})[1:-1]
+        yield line[:-3] + "{" + field + "}\n" if line.endswith("{}\n") else line[:-2] + ", " + field + "}\n"
 
 
 # Exclusion keys --------------------------------------------------------------------------------------

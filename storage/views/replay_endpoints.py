@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import logging
 import os
 import re
 from functools import wraps
 
 from django.contrib.auth.decorators import login_not_required
-from django.db.models import F
 from django.http import HttpResponse, StreamingHttpResponse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_safe
@@ -124,31 +122,12 @@ def cdx(request):
     content_type = CONTENT_TYPES[query.output]
     if request.method == "HEAD":
         return HttpResponse(content_type=content_type)
-    captures = access.visible_captures(Capture.objects.all(), viewer)
     if is_replay_account(request.user):
-        lines = _lines_with_access(query, captures, viewer)
+        lines = access.replay_cdx_lines(query, viewer)
     else:
+        captures = access.visible_captures(Capture.objects.all(), viewer)
         lines = (query.line(capture) for capture in captures_lookup(query, captures))
     return StreamingHttpResponse((line.encode() for line in lines), content_type=content_type)
-
-
-def _lines_with_access(query: CdxQuery, captures, viewer: access.Viewer):
-    """The lines for the replay process, each with the rule that lets its viewer read the capture
-    (``"access_rule": "Open"``; not ``access``, which pywb reads as its own access control), which the
-    replay banner shows. Staff also see excluded captures, said so."""
-    labels = access.access_labels(viewer)
-    closed = _("No access rule: staff only")
-    excluded_label = _("Excluded from access: staff only")
-    captures = captures.annotate(definition_id=F("job__harvest_definition_id"))
-    if viewer.is_staff:
-        captures = captures.annotate(is_excluded=access.excluded())
-    for capture in captures_lookup(query, captures):
-        label = labels.get(capture.definition_id, closed)
-        if getattr(capture, "is_excluded", False):
-            label = excluded_label
-        line = query.line(capture)
-        field = json.dumps({"access_rule": label})[1:-1]
-        yield line[:-3] + "{" + field + "}\n" if line.endswith("{}\n") else line[:-2] + ", " + field + "}\n"
 
 
 def _cdx_viewer(request) -> access.Viewer:

@@ -88,9 +88,9 @@ def test_a_crawl_is_ingested_replicated_audited_and_repaired_by_the_worker(
     if holding:
         assert Replica.objects.filter(node=c, state=Replica.State.OK).exists()
 
-    # Replay's byte source keeps working with a node offline.
+    # Replay's byte source keeps working with a node offline (read as an engineer: who downloads bytes).
     node_set_offline(node_id=a.pk)
-    client.force_login(UserFactory(roles=[Role.MANAGER]))
+    client.force_login(UserFactory(roles=[Role.ENGINEER]))
     for warc in files:
         response = client.get(
             reverse("warc_bytes", kwargs={"filename": warc.name}), headers={"Range": "bytes=0-99"}
