@@ -76,18 +76,21 @@ class JobStatus(models.TextChoices):
     SUBMITTED = "submitted", _("Submitted")
     STARTED = "started", _("Started")
     DONE = "done", _("Done")
+    STOPPED = "stopped", _("Stopped")
     FAILED = "failed", _("Failed")
     RESUBMITTED = "resubmitted", _("Resubmitted")
 
 
-# Moved by harvest.services.jobs.job_transition only. A failed job, or a submitted one that never
-# started, is resubmitted as a new job; done and resubmitted are final.
+# Moved by harvest.services.jobs.job_transition only. A job an operator stopped ends stopped, not
+# done. A failed or stopped job, or a submitted one that never started, is resubmitted as a new job;
+# done and resubmitted are final.
 JOB_TRANSITIONS = Transitions(
     JobStatus,
     {
         JobStatus.NEW: {JobStatus.SUBMITTED},
         JobStatus.SUBMITTED: {JobStatus.STARTED, JobStatus.RESUBMITTED},
-        JobStatus.STARTED: {JobStatus.DONE, JobStatus.FAILED},
+        JobStatus.STARTED: {JobStatus.DONE, JobStatus.STOPPED, JobStatus.FAILED},
+        JobStatus.STOPPED: {JobStatus.RESUBMITTED},
         JobStatus.FAILED: {JobStatus.RESUBMITTED},
         JobStatus.DONE: set(),
         JobStatus.RESUBMITTED: set(),

@@ -187,6 +187,7 @@ class SiteCrawl:
         self.robots = RobotsCache(session.fetcher.user_agent)
         self.frontier = Frontier()
         self.waiting: deque[Candidate] = deque()  # held back until their host's robots.txt is known
+        self.left_queued = 0  # what was still queued when the crawl ended (stopped, or at a limit)
         self.site = settings.site
         self.seed_hosts: set[str] = set()
         self.urls_done = 0  # URLs with a response stored
@@ -325,7 +326,7 @@ class SiteCrawl:
             rate = (self.urls_done - first_done) / span if span > 0 else 0.0
             return SiteProgress(
                 urls_done=self.urls_done,
-                urls_queued=len(self.frontier) + len(self.waiting),
+                urls_queued=len(self.frontier) + len(self.waiting) + self.left_queued,
                 bytes=self.bytes,
                 errors=self.errors,
                 rate=round(rate, 2),
@@ -720,6 +721,7 @@ class SiteCrawl:
         with self._lock:
             self.stop_reason = reason
             self.current_url = ""
+            self.left_queued = len(self.frontier) + len(self.waiting)
         self.frontier.clear()
         self.waiting.clear()
         self._waiting_render = None

@@ -20,6 +20,7 @@ from datetime import timedelta
 
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.formats import date_format
 from django.utils.translation import gettext as _
 
 from harvest.choices import JobFailure, JobStatus, SiteState, StopReason
@@ -88,8 +89,11 @@ def explain_job_failure(job: Job) -> Explanation | None:
     """Why ``job`` failed (or was stopped); None for a job with nothing to explain."""
     errors = job.errors.strip()
     if job.status != JobStatus.FAILED and not errors:
-        if job.stop_requested_at is not None and job.status == JobStatus.DONE:
-            return _operator_stop(_("The job was stopped by an operator."), detail="")
+        if job.status == JobStatus.STOPPED:
+            stopped = date_format(timezone.localtime(job.stop_requested_at), "DATETIME_FORMAT")
+            return _operator_stop(
+                _("The job was stopped by an operator on %(when)s.") % {"when": stopped}, detail=""
+            )
         return None
     failure = job.failure or _failure_from_words(errors)
     if failure in METADATA_FAILURES:

@@ -145,7 +145,8 @@ def site_crawl_end(
     if not SITE_CRAWL_TRANSITIONS.may(entry.state, SiteState.ENDED):
         return False  # ended already (a task delivered twice, or the job was stopped)
     entry.urls_done = progress.urls_done
-    entry.urls_queued = 0
+    # A site stopped by an operator keeps what it still had queued: its bar shows how far it got.
+    entry.urls_queued = progress.urls_queued if stop_reason == StopReason.OPERATOR else 0
     entry.bytes_done = progress.bytes
     entry.error_count = progress.errors
     entry.duplicates = progress.duplicates
@@ -235,7 +236,7 @@ def _end_job_if_complete(job: Job) -> bool:
             failure=JobFailure.CRAWLER_BROKEN,
         )
     else:
-        job_transition(job=job, status=JobStatus.DONE)
+        job_transition(job=job, status=JobStatus.STOPPED if job.stop_requested_at else JobStatus.DONE)
     return True
 
 

@@ -14,10 +14,13 @@ from webarchive.history import save_as
 from webarchive.permissions import CHANGE, require
 from webarchive.tasks import enqueue
 
+ENDED = (JobStatus.DONE, JobStatus.STOPPED, JobStatus.FAILED)  # a job that will crawl no more
+
 _TIMESTAMPS = {
     JobStatus.SUBMITTED: "submitted_at",
     JobStatus.STARTED: "started_at",
     JobStatus.DONE: "ended_at",
+    JobStatus.STOPPED: "ended_at",
 }
 
 
@@ -36,14 +39,14 @@ def job_transition(*, job: Job, status: str, user=None, error: str = "", failure
         job.errors = "\n".join(filter(None, [job.errors, error]))
         job.failure = failure
     save_as(job, user)
-    if status in (JobStatus.DONE, JobStatus.FAILED):
+    if status in ENDED:
         send_job_statistics(job.pk)
     return job
 
 
 @transaction.atomic
 def job_resubmit(*, job: Job, user=None) -> Job:
-    """Run a failed (or never started) job again as a new job with the same contents."""
+    """Run a failed or stopped (or never started) job again as a new job with the same contents."""
     job = job_transition(job=job, status=JobStatus.RESUBMITTED, user=user)
     copy = Job.objects.create(
         harvest_definition_id=job.harvest_definition_id,

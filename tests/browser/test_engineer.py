@@ -59,7 +59,7 @@ def test_an_engineer_watches_progress_move_and_stops_the_job(
     page.once("dialog", lambda dialog: dialog.accept())
     page.locator("#job-stop").click()
     wait_for(
-        lambda: Job.objects.values_list("status", flat=True).get(pk=job.pk) == JobStatus.DONE,
+        lambda: Job.objects.values_list("status", flat=True).get(pk=job.pk) == JobStatus.STOPPED,
         timeout=20,
         message=crawl_worker.logs(),
     )
@@ -68,4 +68,13 @@ def test_an_engineer_watches_progress_move_and_stops_the_job(
     assert 0 < info.object_count < len(site.ground_truth(policy="host"))
     page.reload()
     expect(page.locator("#job-sites")).to_contain_text("Stopped by an operator")
+    # The stopped job says so (not "Done"), its bar is not full, and it can be run again.
+    expect(page.locator("#job-status")).to_have_text("Stopped")
+    expect(page.locator("#job-failure")).to_contain_text("The job was stopped by an operator on")
+    bar = page.locator("#job-sites .progress-bar").first
+    assert int(bar.get_attribute("data-done")) < int(bar.get_attribute("data-total"))
+    page.locator("#job-resubmit").click()
+    expect(page.locator(".alert-success")).to_contain_text("was resubmitted as")
+    job.refresh_from_db()
+    assert job.status == JobStatus.RESUBMITTED and page.url.endswith(f"/harvest/jobs/{job.resubmitted_as_id}/")
     assert foreign_requests(requested_urls, live_server.url) == []

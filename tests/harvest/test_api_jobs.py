@@ -149,7 +149,7 @@ def test_an_engineer_stops_a_running_job(as_role, job):
     again = post(client, url("stop", job))
     assert again.status_code == 200 and again.json()["stop_requested_at"] == body["stop_requested_at"]
     end(job, "alpha.fr", "operator", urls_done=4)
-    assert client.get(url("progress", job)).json()["status"] == JobStatus.DONE
+    assert client.get(url("progress", job)).json()["status"] == JobStatus.STOPPED
 
 
 def test_a_done_job_cannot_be_stopped(as_role, job):

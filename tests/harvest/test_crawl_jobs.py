@@ -152,7 +152,7 @@ def test_stopping_a_submitted_job_ends_its_sites_as_operator_and_the_job(site, u
     with pytest.raises(PermissionDenied):  # a curator may look, not stop
         job_stop(job=job, user=user_with_role(Role.CURATOR))
     job = job_stop(job=job, user=user_with_role(Role.ENGINEER))
-    assert job.status == JobStatus.DONE and job.stop_requested_at
+    assert job.status == JobStatus.STOPPED and job.stop_requested_at and job.ended_at
     assert set(HarvestInfo.objects.filter(job=job).values_list("stop_reason", flat=True)) == {
         StopReason.OPERATOR
     }
@@ -181,9 +181,16 @@ def test_a_stop_request_reaches_a_running_site(site):
     entry.refresh_from_db()
     job.refresh_from_db()
     assert entry.stop_reason == StopReason.OPERATOR
-    assert job.status == JobStatus.DONE
+    assert job.status == JobStatus.STOPPED
     assert 0 < entry.urls_done < len(site.ground_truth(policy="host"))
+    assert entry.urls_queued > 0  # what it still had to do when it stopped: its bar is not full
     assert entry.progress_at is not None
+    # A stopped job is run again as a new job with the same sites.
+    copy = job_resubmit(job=job)
+    job.refresh_from_db()
+    assert (job.status, job.resubmitted_as_id) == (JobStatus.RESUBMITTED, copy.pk)
+    assert copy.status == JobStatus.SUBMITTED
+    assert list(copy.configurations.values_list("domain__name", flat=True)) == ["127.0.0.1"]
 
 
 @pytest.mark.django_db

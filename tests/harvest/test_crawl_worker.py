@@ -73,7 +73,7 @@ def test_an_operator_stop_ends_the_running_sites_within_seconds(crawl_worker, si
     )
     job_stop(job=job)
     # The site notices at its next progress write (0.5 s here) and ends at its next step.
-    wait_for(lambda: status(job) == JobStatus.DONE, timeout=15, message=crawl_worker.logs())
+    wait_for(lambda: status(job) == JobStatus.STOPPED, timeout=15, message=crawl_worker.logs())
     info = HarvestInfo.objects.get(job=job, configuration=big.configuration)
     assert info.stop_reason == StopReason.OPERATOR
     assert 3 <= info.object_count < len(site.ground_truth(policy="host"))

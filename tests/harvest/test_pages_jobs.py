@@ -60,7 +60,10 @@ def job(attached):
 
 
 def page_text(response) -> str:
-    html = response.content.decode()
+    return page_text_of(response.content.decode())
+
+
+def page_text_of(html: str) -> str:
     html = re.sub(r"<script.*?</script>", " ", html, flags=re.S)
     html = re.sub(r"</?(?:a|strong|span|em|code|b|i)\b[^>]*>", "", html)
     text = re.sub(r"<[^>]+>", " ", html)
@@ -254,20 +257,34 @@ def test_an_engineer_stops_a_running_job(as_engineer, job):
     assert 'id="job-stop"' not in response.content.decode() and "stopping" in text
     # The running site hears it at its next report, and ends: that ends the job.
     assert site_crawl_progress(entry_id=running.pk, job_id=job.pk, progress=progress(urls_done=13)) is True
-    assert end(job, "alpha.fr", "operator", urls_done=13, bytes=5000) is True
+    assert end(job, "alpha.fr", "operator", urls_done=13, urls_queued=37, bytes=5000) is True
     job.refresh_from_db()
-    assert job.status == JobStatus.DONE
+    assert job.status == JobStatus.STOPPED and job.ended_at is not None
 
     html = as_engineer.get(job.get_absolute_url()).content.decode()
     reasons = re.findall(r'<td class="site-stop-reason">([^<]+)', html)
     assert reasons == ["Stopped by an operator"] * 3
+    # Its badge, its bars and its explanation say it was stopped, not done; and it can be resubmitted.
+    assert re.search(r'class="badge fs-6 job-status-stopped text-bg-warning">Stopped<', html)
+    assert ">Done<" not in html
+    assert bars(html, "urls")[0] == (13, 50)  # 13 URLs done of the 50 it had when it stopped
+    assert bars(html, "sites")[0] == (3, 3)
+    assert "The job was stopped by an operator on" in page_text_of(html)
+    assert 'id="job-resubmit"' in html and 'id="job-stop"' not in html
+    response = as_engineer.post(reverse("harvest:job_resubmit", args=[job.pk]), follow=True)
+    job.refresh_from_db()
+    copy = job.resubmitted_as
+    assert job.status == JobStatus.RESUBMITTED and copy.status == JobStatus.SUBMITTED
+    assert response.redirect_chain[-1][0] == copy.get_absolute_url()
+    assert f"{job} was resubmitted as {copy}." in page_text(response)
+    assert sorted(copy.configurations.values_list("domain__name", flat=True)) == sorted(DOMAINS)
 
 
 def test_stopping_a_job_whose_sites_all_wait_ends_it_at_once(as_engineer, job):
     response = as_engineer.post(reverse("harvest:job_stop", args=[job.pk]), follow=True)
     assert f"{job} was stopped." in page_text(response)
     job.refresh_from_db()
-    assert job.status == JobStatus.DONE
+    assert job.status == JobStatus.STOPPED
     assert HarvestInfo.objects.filter(job=job, stop_reason=StopReason.OPERATOR).count() == 3
 
 
