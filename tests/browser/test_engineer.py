@@ -76,5 +76,6 @@ def test_an_engineer_watches_progress_move_and_stops_the_job(
     page.locator("#job-resubmit").click()
     expect(page.locator(".alert-success")).to_contain_text("was resubmitted as")
     job.refresh_from_db()
-    assert job.status == JobStatus.RESUBMITTED and page.url.endswith(f"/harvest/jobs/{job.resubmitted_as_id}/")
+    assert job.status == JobStatus.RESUBMITTED
+    assert page.url.endswith(f"/harvest/jobs/{job.resubmitted_as_id}/")
     assert foreign_requests(requested_urls, live_server.url) == []
