@@ -9,7 +9,8 @@ from webarchive.tables import Column, Table
 
 # A record's checkbox, for the decision or the bulk edit its list's form posts ("records").
 SELECT = Column("pk", _("Select"), template="selection/cells/select.html", hidden_label=True)
-URL = Column("url", link=True, css="text-break")
+# The URL as people read it (an IDN host in Unicode), the stored punycode beside it.
+URL = Column("url", template="selection/cells/url.html", css="text-break")
 SETTINGS = (Column("budget"), Column("frequency"), Column("depth"))
 
 

@@ -12,7 +12,7 @@ Contract used by selection.services (keep it stable):
 - ``UrlCheckResult.status`` is a ``selection.choices.CheckStatus``:
   OK (a 2xx at the end, no redirect), REDIRECT (3xx hops then a 2xx; ``final_url``
   is where it ends), INVALID (4xx/5xx at the end, or no DNS entry),
-  UNREACHABLE (timeout, TLS error, connection refused, too many redirects or a
+  UNREACHABLE (timeout, TLS failure, connection refused, too many redirects or a
   loop, a DNS lookup that fails for another reason than a missing entry),
   REFUSED (an address that is not allowed).
 - ``as_dict()``/``from_dict()`` round-trip through JSON (stored on the record).
@@ -37,7 +37,6 @@ refused.
 
 from __future__ import annotations
 
-import re
 import socket
 import ssl
 import time
@@ -191,6 +190,7 @@ class _Check:
         asked: set[tuple[str, tuple]] = set()
         with requests.Session() as session:
             session.trust_env = False  # no proxy from the environment: it would resolve names itself
+            session.verify = settings.SELECTION_URL_CHECK_CA_BUNDLE or True
             adapter = GuardedAdapter(self.policy, resolver=self._pinned, max_retries=0)
             session.mount("http://", adapter)
             session.mount("https://", adapter)
@@ -315,7 +315,8 @@ class _Check:
             hop.error = str(error)
             raise _Ended(
                 CheckStatus.UNREACHABLE,
-                _("TLS error: %(error)s (%(host)s).") % {"error": _tls_reason(error), "host": host},
+                _("The secure connection to %(host)s failed: %(reason)s.")
+                % {"host": host, "reason": _tls_reason(error)},
             ) from error
         except requests.exceptions.Timeout as error:
             hop.error = str(error)
@@ -373,15 +374,40 @@ def _find(error: BaseException, kind: type[BaseException]) -> BaseException | No
     return next((cause for cause in error_causes(error) if isinstance(cause, kind)), None)
 
 
+# OpenSSL's certificate verification codes (X509_V_ERR_*) that a librarian meets, in words.
+_CERTIFICATE_PROBLEMS = {
+    62: "name",  # hostname mismatch
+    64: "name",  # IP address mismatch
+    10: "expired",
+    9: "not_yet_valid",
+    18: "self_signed",
+    19: "self_signed",
+    2: "unknown_issuer",
+    20: "unknown_issuer",
+    21: "unknown_issuer",
+    23: "revoked",
+}
+
+
 def _tls_reason(error: BaseException) -> str:
+    """Why the secure connection failed, in words (the technical text stays in the hop's ``error``)."""
     found = _find(error, ssl.SSLError)
-    if isinstance(found, ssl.SSLCertVerificationError) and found.verify_message:
-        return _("certificate verify failed: %(reason)s") % {"reason": found.verify_message}
-    if found is None:
-        return str(error)
-    text = str(found.args[1]) if len(found.args) > 1 else str(found)
-    text = re.sub(r"^\[SSL: [A-Z0-9_]+\]\s*", "", text)
-    return re.sub(r"\s*\(_ssl\.c:\d+\)$", "", text) or str(found)
+    if isinstance(found, ssl.SSLCertVerificationError):
+        problem = _CERTIFICATE_PROBLEMS.get(found.verify_code, "")
+        return {
+            "name": _("the site's certificate is not valid for this name"),
+            "expired": _("the site's certificate has expired"),
+            "not_yet_valid": _("the site's certificate is not valid yet (or the site's clock is wrong)"),
+            "self_signed": _(
+                "the site's certificate is self-signed: no certification authority vouches for it"
+            ),
+            "unknown_issuer": _(
+                "the site's certificate is not signed by a known certification authority "
+                "(or the site does not send its intermediate certificates)"
+            ),
+            "revoked": _("the site's certificate has been revoked"),
+        }.get(problem, _("the site's certificate could not be verified"))
+    return _("the site does not speak HTTPS on this port, or refused the secure connection")
 
 
 def _connection_message(error: BaseException, url: str) -> str:
@@ -394,5 +420,8 @@ def _connection_message(error: BaseException, url: str) -> str:
         return _("%(host)s closed the connection without answering.") % {"host": host}
     if _find(error, requests.exceptions.ConnectionError) and "RemoteDisconnected" in repr(error):
         return _("%(host)s closed the connection without answering.") % {"host": host}
-    innermost = list(error_causes(error))[-1]
-    return _("Could not get an answer from %(host)s: %(error)s") % {"host": host, "error": innermost}
+    if _find(error, requests.exceptions.TooManyRedirects):
+        return _("%(host)s redirects too many times.") % {"host": host}
+    if _find(error, requests.exceptions.InvalidHeader) or "BadStatusLine" in repr(error):
+        return _("%(host)s answered something that is not a web page (not HTTP).") % {"host": host}
+    return _("Could not get an answer from %(host)s: the connection failed.") % {"host": host}

@@ -48,6 +48,8 @@ SELECTION_BUDGET_MEDIUM_MAX = env.int("SELECTION_BUDGET_MEDIUM_MAX", default=100
 SELECTION_URL_CHECK_TIMEOUT = env.float("SELECTION_URL_CHECK_TIMEOUT", default=10.0)
 SELECTION_URL_CHECK_MAX_REDIRECTS = env.int("SELECTION_URL_CHECK_MAX_REDIRECTS", default=10)
 SELECTION_URL_CHECK_TOTAL_TIMEOUT = env.float("SELECTION_URL_CHECK_TOTAL_TIMEOUT", default=30.0)
+# A file of trusted certification authorities for the URL check (PEM); empty: the usual ones (certifi).
+SELECTION_URL_CHECK_CA_BUNDLE = env("SELECTION_URL_CHECK_CA_BUNDLE", default="")
 SELECTION_URL_CHECK_USER_AGENT = env(
     "SELECTION_URL_CHECK_USER_AGENT", default="webarchive-url-check/1 (+legal deposit web archive)"
 )

@@ -8,6 +8,8 @@
   also ignoring http/https, a leading ``www.`` and a trailing slash.
 - :func:`registered_domain` — the domain a host belongs to, from the public
   suffix list shipped with tldextract (never fetched).
+- :func:`unicode_url` — a stored URL as people read it: an IDN host in its
+  Unicode form (``café.fr``), shown beside the stored punycode (``xn--caf-dma.fr``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 from functools import cache
 from urllib.parse import urlsplit, urlunsplit
 
+import idna
 import tldextract
 from django.utils.translation import gettext as _
 from url_normalize import url_normalize
@@ -64,6 +67,20 @@ def normalise_url(url: str, *, default_scheme: str = "http") -> str:
     if len(normal) > MAX_URL_LENGTH:
         raise InvalidURL(_("A URL cannot be longer than %(max)d characters.") % {"max": MAX_URL_LENGTH})
     return normal
+
+
+def unicode_url(url: str) -> str:
+    """``url`` with its host in Unicode where it is an internationalised name; else ``url`` itself."""
+    parts = urlsplit(url or "")
+    host = parts.hostname or ""
+    if "xn--" not in host:
+        return url
+    try:
+        readable = idna.decode(host)
+    except (idna.IDNAError, UnicodeError, ValueError):
+        return url  # not a valid IDN: shown as stored
+    netloc = readable if parts.port is None else f"{readable}:{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def _normalised_by_library(text: str, default_scheme: str) -> str:

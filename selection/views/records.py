@@ -226,15 +226,20 @@ class RecordProposeView(PermittedActionsMixin, ServiceFormView):
         duplicates = None
         if url:
             try:
-                duplicates = record_duplicates(normalise_url(url))
+                url = normalise_url(url)
+                duplicates = record_duplicates(url)
             except InvalidURL:
                 duplicates = None
+        check = self.check
+        final_url = check.final_url if check and check.status == CheckStatus.REDIRECT else ""
         context.update(
             {
                 "title": _("Propose a URL"),
                 "entry_form": self.entry_form,
                 "stage": self.stage,
-                "check": self.check,
+                "check": check,
+                # offered only when it leads somewhere else than the URL being proposed
+                "final_url": final_url if final_url and final_url != url else "",
                 "collection": self.collection,
                 "duplicates": duplicates,
                 "duplicates_here": duplicates.in_collection(self.collection) if duplicates else [],

@@ -93,6 +93,19 @@ def test_a_redirect_is_shown_hop_by_hop_with_the_final_url_to_choose(client, lib
     assert f"Use the final URL instead: {testsite.url('/ok')}" in html
 
 
+def test_the_final_url_is_offered_only_when_it_differs(client, librarian, collection, testsite):
+    client.force_login(librarian)
+    # Sets a cookie and comes back to itself: a redirect that ends where it began.
+    page = stage1(client, collection, testsite.url("/cookie-redirect"))
+    assert page.context["check"].status == CheckStatus.REDIRECT
+    assert 'id="use-final-url"' not in page.content.decode()
+    # A redirect whose record form comes back with an error, proposing the final URL already.
+    page = stage1(client, collection, testsite.url("/redirect/1"))
+    again = stage2(client, collection, page, url=testsite.url("/ok"))  # no theme: the form is refused
+    assert again.status_code == 200 and 'id="record-form"' in again.content.decode()
+    assert 'id="use-final-url"' not in again.content.decode()
+
+
 def test_an_invalid_url_cannot_be_selected_by_a_librarian(client, librarian, collection, theme, testsite):
     client.force_login(librarian)
     page = stage1(client, collection, testsite.url("/not-found"))
@@ -463,3 +476,18 @@ def test_a_librarian_is_not_offered_the_override(client, librarian, collection, 
     client.force_login(librarian)
     page = stage1(client, collection, testsite.url("/ok"))
     assert "check_override_reason" not in page.context["form"].fields
+
+
+def test_an_idn_url_reads_in_unicode_beside_its_punycode(client, librarian, collection, theme):
+    record = RecordFactory(collection=collection, theme=theme, url="https://xn--caf-dma.fr/menu")
+    client.force_login(librarian)
+    listed = client.get(reverse("selection:record_list")).content.decode()
+    assert ">https://café.fr/menu</a>" in listed
+    ascii_form = '<span class="small text-body-secondary record-url-ascii">https://xn--caf-dma.fr/menu</span>'
+    assert ascii_form in listed
+    detail = client.get(record.get_absolute_url()).content.decode()
+    assert ">https://café.fr/menu</a>" in detail and "https://xn--caf-dma.fr/menu</small>" in detail
+    # An ASCII name is shown once, as it is.
+    RecordFactory(collection=collection, theme=theme, url="https://plain.fr/")
+    listed = client.get(reverse("selection:record_list")).content.decode()
+    assert listed.count("https://plain.fr/") == 2  # the link, and the label of its checkbox

@@ -318,16 +318,18 @@ def plain_tcp_server():
 def test_tls_error(plain_tcp_server):
     result = check(f"https://127.0.0.1:{plain_tcp_server}/")
     assert result.status == CheckStatus.UNREACHABLE
-    assert result.message.startswith("TLS error: ")
-    assert "(127.0.0.1)." in result.message
+    assert result.message == (
+        "The secure connection to 127.0.0.1 failed: the site does not speak HTTPS on this port, "
+        "or refused the secure connection."
+    )
     assert result.hops[0].status_code is None
-    assert "SSL" in result.hops[0].error
+    assert "SSL" in result.hops[0].error  # the technical text is kept, for engineers
 
 
 def test_a_redirect_to_https_on_a_port_without_tls(testsite):
     result = check(testsite.url("/redirect-to-https"))
     assert result.status == CheckStatus.UNREACHABLE
-    assert result.message.startswith("TLS error: ")
+    assert result.message.startswith("The secure connection to 127.0.0.1 failed: ")
     assert hops(result) == [
         (testsite.url("/redirect-to-https"), 301),
         (f"https://127.0.0.1:{testsite.port}/ok", None),
@@ -339,7 +341,22 @@ def test_an_untrusted_certificate_is_a_tls_error(tmp_path):
     with TestSite(tls=(cert, key)) as secure:
         result = check(secure.url("/ok"))
     assert result.status == CheckStatus.UNREACHABLE
-    assert result.message.startswith("TLS error: certificate verify failed: self")
+    assert result.message == (
+        "The secure connection to 127.0.0.1 failed: the site's certificate is self-signed: "
+        "no certification authority vouches for it."
+    )
+
+
+def test_a_certificate_for_another_name_is_said_so_in_words(tmp_path, settings):
+    cert, key = self_signed_certificate(tmp_path, "other.example")
+    settings.SELECTION_URL_CHECK_CA_BUNDLE = cert  # trusted: only its name is wrong
+    with TestSite(tls=(cert, key)) as secure:
+        result = check(secure.url("/ok"))
+    assert result.status == CheckStatus.UNREACHABLE
+    assert result.message == (
+        "The secure connection to 127.0.0.1 failed: the site's certificate is not valid for this name."
+    )
+    assert "Error" not in result.message and "[SSL" not in result.message
 
 
 def test_connection_refused():

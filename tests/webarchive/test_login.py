@@ -45,6 +45,8 @@ def test_repeated_failures_lock_the_account_for_that_address(client, settings):
     locked = log_in(client, "target", "guess")
     assert locked.status_code == 429
     assert "Too many failed logins" in locked.content.decode()
+    assert "Try again in 15\xa0minutes," in locked.content.decode()  # in words, not "PT15M"
+    assert "PT15M" not in locked.content.decode()
     # Locked means locked: even the right password is refused now.
     assert log_in(client, "target", PASSWORD).status_code == 429
     assert "_auth_user_id" not in client.session
