@@ -1,7 +1,6 @@
 """Forms of the selection pages. They parse input; the services decide."""
 
 from django import forms
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.utils.translation import gettext_lazy as _
 
@@ -9,6 +8,7 @@ from selection import csvio
 from selection.choices import Budget, CollectionKind, Depth, Frequency, RecordStatus
 from selection.models import Collection, CompatibilityRule, Record, Theme
 from webarchive.forms import BootstrapMixin
+from webarchive.permissions import SELECTION_PEOPLE, people_with_roles
 from webarchive.versioning import VersionFormMixin
 
 
@@ -23,8 +23,10 @@ class UserChoiceField(forms.ModelChoiceField):
         return f"{name} ({user.username})" if name else user.username
 
 
-def active_users():
-    return get_user_model().objects.filter(is_active=True).order_by("last_name", "first_name", "username")
+def selection_people(*, keep=()):
+    """Who may be a record's responsible librarian or a collection's member: librarians and curators
+    (never a service account such as the replay account), and ``keep``, the ids already chosen."""
+    return people_with_roles(SELECTION_PEOPLE, keep=keep)
 
 
 class UrlEntryForm(BootstrapMixin, forms.Form):
@@ -48,7 +50,7 @@ class RecordForm(BootstrapMixin, forms.Form):
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text=_("One URL per line: a sitemap, a feed, an index page."),
     )
-    responsible = UserChoiceField(queryset=active_users(), label=_("Responsible librarian"))
+    responsible = UserChoiceField(queryset=selection_people(), label=_("Responsible librarian"))
     budget = forms.ChoiceField(choices=Budget.choices, label=_("Budget"))
     frequency = forms.ChoiceField(choices=Frequency.choices, label=_("Frequency"))
     depth = forms.ChoiceField(choices=Depth.choices, label=_("Depth"))
@@ -83,6 +85,7 @@ class RecordForm(BootstrapMixin, forms.Form):
         self, *args, collection: Collection, budget_ranges=None, allow_override: bool = False, **kwargs
     ):
         super().__init__(*args, **kwargs)
+        self.fields["responsible"].queryset = selection_people(keep=[self.initial.get("responsible")])
         if not allow_override:  # only a curator, only for a URL that failed its check
             del self.fields["check_override_reason"]
         self.fields["theme"].queryset = collection.themes.filter(is_active=True)
@@ -123,7 +126,9 @@ class RecordTransferForm(BootstrapMixin, forms.Form):
 class BulkEditForm(BootstrapMixin, forms.Form):
     """The changes to make to every selected record; empty fields are left as they are."""
 
-    responsible = UserChoiceField(queryset=active_users(), required=False, label=_("Responsible librarian"))
+    responsible = UserChoiceField(
+        queryset=selection_people(), required=False, label=_("Responsible librarian")
+    )
     collection = forms.ModelChoiceField(
         queryset=Collection.objects.none(), required=False, label=_("Move to the collection")
     )
@@ -191,7 +196,7 @@ class CompatibilityRuleForm(BootstrapMixin, forms.ModelForm):
 
 class CollectionForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
     members = forms.ModelMultipleChoiceField(
-        queryset=active_users(),
+        queryset=selection_people(),
         required=False,
         label=_("Members"),
         widget=forms.SelectMultiple(attrs={"size": 8}),
@@ -214,6 +219,11 @@ class CollectionForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
             "description": forms.Textarea(attrs={"rows": 3}),
             "kind": forms.Select(choices=CollectionKind.choices),
         }
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        current = list(self.instance.members.values_list("pk", flat=True)) if self.instance.pk else []
+        self.fields["members"].queryset = selection_people(keep=current)
 
 
 class ThemeForm(BootstrapMixin, forms.Form):

@@ -38,6 +38,9 @@ class Role(models.TextChoices):
     READER = "reader", _("Reader")
 
 
+# The people a record or a collection is in the hands of: its responsible librarian, its members.
+SELECTION_PEOPLE = frozenset({Role.LIBRARIAN, Role.CURATOR})
+
 # The people who run the archive: they see every capture (access rules and exclusions bind readers
 # and anonymous visitors, see storage.access), readers only what the rules open to them.
 STAFF_ROLES = frozenset(Role) - {Role.READER}
@@ -205,6 +208,21 @@ def user_roles(user: User) -> frozenset[Role]:
         cached = frozenset(role for role in Role if role.value in names)
         user._webarchive_roles = cached
     return cached
+
+
+def people_with_roles(roles: Iterable[Role], *, keep: Iterable[int] = ()) -> models.QuerySet:
+    """The active people who hold one of ``roles``, by name, for the lists people choose from (a
+    record's responsible librarian, a collection's members). Service accounts hold no role and are
+    never listed. ``keep``: the ids already chosen (a responsible librarian who changed role stays
+    selectable on the records in their hands until someone else is chosen)."""
+    from django.contrib.auth import get_user_model
+
+    chosen = models.Q(groups__name__in=[Role(role).value for role in roles])
+    kept = [pk for pk in keep if pk is not None]
+    if kept:
+        chosen |= models.Q(pk__in=kept)
+    ids = get_user_model().objects.filter(chosen, is_active=True).values("pk")
+    return get_user_model().objects.filter(pk__in=ids).order_by("last_name", "first_name", "username")
 
 
 def is_administrator(user: User) -> bool:

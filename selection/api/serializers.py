@@ -1,4 +1,3 @@
-from django.contrib.auth import get_user_model
 from django.utils.translation import gettext_lazy as _
 from rest_framework import serializers
 
@@ -11,15 +10,14 @@ from webarchive.api.fields import (
     VersionedModelSerializer,
     VersionField,
 )
-
-User = get_user_model()
+from webarchive.permissions import SELECTION_PEOPLE, people_with_roles
 
 
 class CollectionSerializer(VersionedModelSerializer):
     """A collection; changing one needs the ``version`` read before."""
 
     members = serializers.SlugRelatedField(
-        slug_field="username", many=True, required=False, queryset=User.objects.all()
+        slug_field="username", many=True, required=False, queryset=people_with_roles(SELECTION_PEOPLE)
     )
 
     class Meta:
@@ -41,6 +39,12 @@ class CollectionSerializer(VersionedModelSerializer):
         ]
         read_only_fields = ["created_at", "updated_at"]
         extra_kwargs = {"url": {"view_name": "api:collection-detail"}}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if isinstance(self.instance, Collection):  # its members stay, whatever their role now
+            current = list(self.instance.members.values_list("pk", flat=True))
+            self.fields["members"].child_relation.queryset = people_with_roles(SELECTION_PEOPLE, keep=current)
 
 
 class ThemeSerializer(ModelSerializer):
@@ -67,8 +71,9 @@ class KeywordListField(serializers.ListField):
 class RecordSerializer(VersionedModelSerializer):
     """A record. Creating one runs the online check; updating one needs the ``version`` read before."""
 
+    # Librarians and curators (never a service account); a record's current one stays.
     responsible = serializers.SlugRelatedField(
-        slug_field="username", queryset=User.objects.filter(is_active=True), required=False
+        slug_field="username", queryset=people_with_roles(SELECTION_PEOPLE), required=False
     )
     keywords = KeywordListField(required=False)
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
@@ -117,6 +122,13 @@ class RecordSerializer(VersionedModelSerializer):
             "created_at",
             "modified_at",
         ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if isinstance(self.instance, Record):
+            self.fields["responsible"].queryset = people_with_roles(
+                SELECTION_PEOPLE, keep=[self.instance.responsible_id]
+            )
 
 
 class RecordStatusSerializer(serializers.Serializer):

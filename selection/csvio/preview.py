@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db.models.functions import Lower
 from django.utils import translation
@@ -29,6 +28,7 @@ from selection.csvio.columns import (
 from selection.models import Collection, CompatibilityRule, Record, Theme
 from selection.selectors import incompatibility
 from selection.urlcheck import UrlCheckResult, check_url
+from webarchive.permissions import SELECTION_PEOPLE, people_with_roles
 from webarchive.urlnorm import InvalidURL, normalise_url, url_key
 
 Checker = Callable[[str], UrlCheckResult]
@@ -370,14 +370,15 @@ def _yes_no(row: ImportRow, column: str, field: str, *, default: bool) -> None:
 
 
 def _users_by_name(usernames: Iterable[str]) -> dict[str, Any]:
-    """Username -> user, the exact name first, else the only one that differs by case."""
-    User = get_user_model()
+    """Username -> user among the librarians and curators (who may be responsible for a record), the
+    exact name first, else the only one that differs by case."""
+    people = people_with_roles(SELECTION_PEOPLE)
     wanted = set(usernames)
-    found = {user.get_username(): user for user in User.objects.filter(username__in=wanted)}
+    found = {user.get_username(): user for user in people.filter(username__in=wanted)}
     rest = {name.lower() for name in wanted if name not in found}
     if rest:
         by_lower: dict[str, list] = {}
-        for user in User.objects.annotate(lname=Lower("username")).filter(lname__in=rest):
+        for user in people.annotate(lname=Lower("username")).filter(lname__in=rest):
             by_lower.setdefault(user.lname, []).append(user)
         for name in wanted - found.keys():
             candidates = by_lower.get(name.lower(), [])
@@ -396,7 +397,10 @@ def _check_row(row: ImportRow, collection: Collection, themes: dict[str, Theme],
     if username:
         user = users.get(username)
         if user is None:
-            row.add_error("responsible", _("There is no user “%(username)s”.") % {"username": username})
+            row.add_error(
+                "responsible",
+                _("There is no librarian or curator “%(username)s”.") % {"username": username},
+            )
         else:
             row.cleaned["responsible"] = user.pk
     _check_keywords(row)

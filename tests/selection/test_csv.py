@@ -414,7 +414,8 @@ def test_each_kind_of_error_is_reported_on_its_line_and_field(librarian, collect
     existing = RecordFactory(
         collection=collection, theme=collection.themes.get(name="Politics"), url="https://dup.example.org/"
     )
-    UserFactory(username="Marc")
+    UserFactory(username="Marc", roles=[Role.LIBRARIAN])
+    UserFactory(username="replay")  # a service account: never responsible for a record
     text = "\n".join(
         [
             "url,theme,budget,frequency,depth,responsible,keywords,supplementary urls,active",
@@ -436,6 +437,7 @@ def test_each_kind_of_error_is_reported_on_its_line_and_field(librarian, collect
             "https://exa%mple.org/,Politics,,,,,,,",  # 17
             "https://k.example.org/,,,,,,,,",  # 18
             "https://l.example.org/,politics,MEDIUM,Weekly,page+1,marc,a;b,,yes",  # 19: valid
+            "https://m.example.org/,Politics,,,,replay,,,",  # 20
         ]
     )
     preview = preview_of(text, librarian, collection, checker=answers_404_for_missing)
@@ -448,7 +450,8 @@ def test_each_kind_of_error_is_reported_on_its_line_and_field(librarian, collect
         3: {"url": ["Enter a URL."]},
         4: {"theme": [f"“Sport” is not a theme of the collection “News”; its themes are: {themes}."]},
         5: {"theme": ["The theme “Old” is no longer in use."]},
-        6: {"responsible": ["There is no user “nobody”."]},
+        6: {"responsible": ["There is no librarian or curator “nobody”."]},
+        20: {"responsible": ["There is no librarian or curator “replay”."]},
         7: {"budget": ["“huge” is not a valid budget; the allowed values are: small, medium, large."]},
         8: {"budget": [rule], "frequency": [rule]},
         9: {"url": [f"This URL is already in this collection (record #{existing.pk})."]},
@@ -465,7 +468,7 @@ def test_each_kind_of_error_is_reported_on_its_line_and_field(librarian, collect
         17: {"url": ["“exa%mple.org” is not a valid host name."]},
         18: {"theme": [f"Enter a theme; the themes of this collection are: {themes}."]},
     }
-    valid = preview.rows[-1]
+    valid = preview.rows[-2]
     assert valid.valid
     assert valid.cleaned["theme"] == collection.themes.get(name="Politics").pk
     assert (valid.cleaned["budget"], valid.cleaned["frequency"], valid.cleaned["depth"]) == (

@@ -491,3 +491,43 @@ def test_an_idn_url_reads_in_unicode_beside_its_punycode(client, librarian, coll
     RecordFactory(collection=collection, theme=theme, url="https://plain.fr/")
     listed = client.get(reverse("selection:record_list")).content.decode()
     assert listed.count("https://plain.fr/") == 2  # the link, and the label of its checkbox
+
+
+def test_people_lists_offer_librarians_and_curators_only(client, curator, librarian, collection, theme):
+    from storage.services.replay import replay_account_ensure
+
+    replay_account_ensure()  # the replay process's account: no role, never a person to choose
+    UserFactory(username="eve-engineer", roles=[Role.ENGINEER])
+    UserFactory(username="rita-reader", roles=[Role.READER])
+    UserFactory(username="gone", roles=[Role.LIBRARIAN], is_active=False)
+    former = UserFactory(username="former-librarian")  # had the role once; still holds a record
+    record = RecordFactory(collection=collection, theme=theme, responsible=former)
+    client.force_login(curator)
+
+    def options(url: str, field: str) -> set[str]:
+        form = client.get(url).context["form"]
+        return {user.username for user in form.fields[field].queryset}
+
+    people = {curator.username, librarian.username}
+    assert options(reverse("selection:collection_create"), "members") == people
+    assert options(reverse("selection:record_edit", kwargs={"pk": record.pk}), "responsible") == people | {
+        "former-librarian"
+    }
+    # Posting someone who is not offered is refused, and nothing changes.
+    replay = UserFactory._meta.model.objects.get(username="replay")
+    edit = reverse("selection:record_edit", kwargs={"pk": record.pk})
+    response = client.post(edit, edit_data(record, responsible=replay.pk, content_notes="x"))
+    assert "Select a valid choice" in response.content.decode()
+    assert Record.objects.get(pk=record.pk).responsible == former
+    # An edit that keeps the record's former librarian is accepted.
+    response = client.post(edit, edit_data(record, content_notes="Checked"))
+    assert response.status_code == 302
+    assert Record.objects.get(pk=record.pk).content_notes == "Checked"
+    # The API gives the same answer.
+    client.force_login(librarian)
+    api = client.patch(
+        reverse("api:record-detail", kwargs={"pk": record.pk}),
+        {"responsible": "replay", "version": Record.objects.get(pk=record.pk).version},
+        content_type="application/json",
+    )
+    assert api.status_code == 400 and "responsible" in api.json()

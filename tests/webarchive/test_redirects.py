@@ -51,10 +51,11 @@ def job_url(name: str) -> Callable[[], str]:
 
 
 def ended_job_resubmit_url() -> str:
-    """A job stopped before it ran: it is done, and resubmitting it is refused."""
-    from harvest.services.crawls import job_stop
+    """A job that is done: resubmitting it is refused."""
+    from harvest.choices import JobStatus
+    from harvest.services.jobs import job_transition
 
-    job = job_stop(job=new_job())
+    job = job_transition(job=job_transition(job=new_job(), status=JobStatus.STARTED), status=JobStatus.DONE)
     return reverse("harvest:job_resubmit", kwargs={"pk": job.pk})
 
 
@@ -73,7 +74,7 @@ NEXT_VIEWS = {
     ),
     # An engineer stops a job from the running jobs' page.
     "harvest:job_stop": NextView(url=job_url("harvest:job_stop"), role=Role.ENGINEER),
-    # A refused resubmission (the job is not failed) goes back to where the button was.
+    # A refused resubmission (the job is done) goes back to where the button was.
     "harvest:job_resubmit": NextView(url=ended_job_resubmit_url, role=Role.ENGINEER),
     # Logging in goes on to the page that asked for it (Django's own check).
     "login": NextView(url=lambda: reverse("login"), data=login_data),
