@@ -231,10 +231,16 @@ class ThemeForm(BootstrapMixin, forms.Form):
 
 
 class RecordImportForm(forms.Form):
-    collection = forms.ModelChoiceField(queryset=Collection.objects.all(), label=_("Collection"))
+    collection = forms.ModelChoiceField(
+        queryset=Collection.objects.all(),
+        label=_("Collection"),
+        help_text=_("Where new records go when their row names no collection."),
+    )
     file = forms.FileField(
         label=_("CSV file"),
-        help_text=_("UTF-8, separated by commas or semicolons; the first line names the columns."),
+        help_text=_(
+            "UTF-8 or Windows-1252, separated by commas or semicolons; the first line names the columns."
+        ),
     )
 
     def __init__(self, *args, user, **kwargs):

@@ -217,7 +217,9 @@ def _set_url(record: Record, url: str) -> None:
     record.registered_domain = registered_domain(record.host)
 
 
-def _check_record_rules(record: Record) -> None:
+def _check_record_rules(record: Record, *, settings_changed: bool = True) -> None:
+    """Theme, compatibility of the settings (only when they change: a rule made after a record never
+    blocks an edit of its notes, keywords or librarian) and duplicates."""
     errors = {}
     if record.theme_id and record.theme.collection_id != record.collection_id:
         errors["theme"] = _("The theme “%(theme)s” is not a theme of the collection “%(collection)s”.") % {
@@ -228,7 +230,8 @@ def _check_record_rules(record: Record) -> None:
         errors["theme"] = _("The theme “%(theme)s” is no longer in use.") % {"theme": record.theme}
     if errors:
         raise ValidationError(errors)
-    _check_settings_compatible(record.budget, record.frequency, record.depth)
+    if settings_changed:
+        _check_settings_compatible(record.budget, record.frequency, record.depth)
     same = Record.objects.filter(collection_id=record.collection_id, url_key=record.url_key).exclude(
         pk=record.pk
     )
@@ -332,7 +335,8 @@ def record_update(
     if technical_change and record.status == RecordStatus.VALIDATED:
         _set_status(record, user, RecordStatus.PROPOSED, _("Technical settings changed after validation."))
     record.modified_by = user
-    _check_record_rules(record)
+    settings_changed = any(getattr(record, name) != before[name] for name in ("budget", "frequency", "depth"))
+    _check_record_rules(record, settings_changed=settings_changed)
     _save_record(record, user, expected_version)
     if keywords is not None:
         record.keywords.set(_keywords(keywords))

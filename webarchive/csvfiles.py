@@ -56,9 +56,12 @@ class _Echo:
         return value
 
 
-def csv_stream(rows: Iterable[Iterable], *, rows_per_chunk: int = ROWS_PER_CHUNK) -> Iterator[str]:
-    """CSV text of rows (the first is the header), BOM first, a few rows per chunk, for streaming."""
-    writer = csv.writer(_Echo(), lineterminator="\r\n")
+def csv_stream(
+    rows: Iterable[Iterable], *, rows_per_chunk: int = ROWS_PER_CHUNK, delimiter: str = ","
+) -> Iterator[str]:
+    """CSV text of rows (the first is the header), BOM first, a few rows per chunk, for streaming;
+    cells separated by ``delimiter`` (``;`` for a spreadsheet on a French system)."""
+    writer = csv.writer(_Echo(), lineterminator="\r\n", delimiter=delimiter)
     chunk = [BOM]
     for row in rows:
         chunk.append(writer.writerow([csv_cell(value) for value in row]))

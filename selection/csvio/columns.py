@@ -44,6 +44,8 @@ EXPORT_COLUMNS = (
     "modified_by",
 )
 IMPORT_COLUMNS = (
+    "id",
+    "collection",
     "url",
     "theme",
     "budget",

@@ -1,4 +1,4 @@
-"""CSV import, second step: create the records of a preview, all of them or the valid ones."""
+"""CSV import, second step: create and update the records of a preview, all of them or the valid ones."""
 
 from __future__ import annotations
 
@@ -37,12 +37,14 @@ def _errors_of(error: ValidationError | PermissionDenied) -> dict[str, list[str]
 def import_commit(
     *, user, collection: Collection, preview: ImportPreview, all_or_nothing: bool
 ) -> ImportResult:
-    """Create the records of a preview, in one transaction.
+    """Create and update the records of a preview, in one transaction.
 
     ``all_or_nothing``: every row is written, or none when one of them has an
-    error (at the preview, or now: someone may have added the same URL since).
+    error (at the preview, or now: someone may have added the same URL since, or
+    saved a record the file updates — its version is the one the preview read).
     Otherwise the valid rows are written and the others reported in ``skipped``.
     The URLs are not checked again: each record gets its row's check result.
+    Rights are checked per row, in the row's collection.
     """
     services.require_record_writable(user, collection)
     result = ImportResult(all_or_nothing=all_or_nothing)
@@ -58,22 +60,34 @@ def import_commit(
         return result
 
     rows = preview.valid_rows
-    themes = {theme.pk: theme for theme in Theme.objects.filter(collection=collection)}
+    collections = Collection.objects.in_bulk({row.cleaned.get("collection", collection.pk) for row in rows})
+    themes = Theme.objects.in_bulk({row.cleaned["theme"] for row in rows if row.cleaned.get("theme")})
     users = get_user_model().objects.in_bulk(
         {row.cleaned["responsible"] for row in rows if row.cleaned.get("responsible")}
     )
+    records = Record.objects.in_bulk({row.cleaned["record"] for row in rows if row.action == "update"})
     failed: list[ImportRow] = []
     try:
         with transaction.atomic():
             for row in rows:
                 try:
-                    result.created.append(_create(user, collection, row, themes, users))
+                    if row.action == "unchanged":
+                        result.unchanged += 1
+                    elif row.action == "update":
+                        result.updated.append(
+                            _update(user, records.get(row.cleaned["record"]), row, themes, users)
+                        )
+                    else:
+                        target = collections.get(row.cleaned.get("collection", collection.pk))
+                        if target is None:
+                            raise ValidationError({"collection": _("This collection no longer exists.")})
+                        result.created.append(_create(user, target, row, themes, users))
                 except (ValidationError, PermissionDenied) as error:
                     failed.append(dataclasses.replace(row, errors=_errors_of(error)))
             if all_or_nothing and failed:
                 raise _RollBack
     except _RollBack:
-        result.created = []
+        result.created, result.updated, result.unchanged = [], [], 0
         result.errors.append(_nothing_written(len(failed)))
     result.skipped = sorted([*result.skipped, *failed], key=lambda row: row.line)
     return result
@@ -85,6 +99,29 @@ def _nothing_written(count: int) -> str:
         "Nothing was imported: %(count)d rows have errors.",
         count,
     ) % {"count": count}
+
+
+def _update(user, record: Record | None, row: ImportRow, themes: dict, users: dict) -> Record:
+    """Write a row's changes to the record it names, over the version the preview read."""
+    if record is None:
+        raise ValidationError({"id": _("This record no longer exists.")})
+    fields = dict(row.cleaned["update"])
+    if "theme" in fields:
+        fields["theme"] = themes.get(fields["theme"])
+        if fields["theme"] is None:
+            raise ValidationError({"theme": _("This theme no longer exists.")})
+    if "responsible" in fields:
+        fields["responsible"] = users.get(fields["responsible"])
+        if fields["responsible"] is None:
+            raise ValidationError({"responsible": _("This user no longer exists.")})
+    stored = row.check
+
+    def checker(url: str) -> UrlCheckResult:
+        return stored if stored is not None else check_url(url)
+
+    return services.record_update(
+        record=record, user=user, expected_version=row.cleaned["version"], checker=checker, **fields
+    )
 
 
 def _create(user, collection: Collection, row: ImportRow, themes: dict, users: dict) -> Record:

@@ -59,6 +59,9 @@ def records_csv_rows(queryset) -> Iterator[list[str]]:
         yield _record_cells(record)
 
 
-def records_csv_stream(queryset, *, rows_per_chunk: int = ROWS_PER_CHUNK) -> Iterator[str]:
-    """The CSV text of :func:`records_csv_rows`, BOM first, a few rows per chunk, formulas escaped."""
-    return csv_stream(records_csv_rows(queryset), rows_per_chunk=rows_per_chunk)
+def records_csv_stream(
+    queryset, *, rows_per_chunk: int = ROWS_PER_CHUNK, delimiter: str = ","
+) -> Iterator[str]:
+    """The CSV text of :func:`records_csv_rows`, BOM first, a few rows per chunk, formulas escaped;
+    ``delimiter`` ``;`` for a spreadsheet on a French system."""
+    return csv_stream(records_csv_rows(queryset), rows_per_chunk=rows_per_chunk, delimiter=delimiter)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from selection.csvio.columns import (
 from selection.models import Collection, CompatibilityRule, Record, Theme
 from selection.selectors import incompatibility
 from selection.urlcheck import UrlCheckResult, check_url
-from webarchive.permissions import SELECTION_PEOPLE, people_with_roles
+from webarchive.permissions import CHANGE, SELECTION_PEOPLE, people_with_roles, restrict
 from webarchive.urlnorm import InvalidURL, normalise_url, url_key
 
 Checker = Callable[[str], UrlCheckResult]
@@ -41,6 +42,7 @@ CHECK_WORKERS = 8  # URLs checked at the same time
 DELIMITERS = (",", ";", "\t")
 
 _CHOICES = {"budget": Budget, "frequency": Frequency, "depth": Depth}
+_EXAMPLE_COLUMNS = ("url", "theme", "budget", "frequency", "depth", "responsible")
 
 _YES = {"yes", "y", "true", "1", "oui", "o", "x"}
 _NO = {"no", "n", "false", "0", "non"}
@@ -58,6 +60,9 @@ class ImportRow:
     errors: dict[str, list[str]] = field(default_factory=dict)  # column (or "row") -> messages
     cleaned: dict[str, Any] = field(default_factory=dict)  # what record_propose is given
     check: UrlCheckResult | None = None
+    # "new" (a record to create), "update" (the record it names changes), "unchanged"
+    action: str = ""
+    changes: list[list[str]] = field(default_factory=list)  # [column, old, new] of an update, as read
 
     @property
     def valid(self) -> bool:
@@ -77,13 +82,21 @@ class ImportRow:
             values = {"url": self.values.get("url", "")}
             if not self.valid:
                 return {"line": self.line, "values": values, "errors": self.errors}
-            return {"line": self.line, "values": values, "cleaned": self.cleaned, "check": self._check_dict()}
+            return {
+                "line": self.line,
+                "values": values,
+                "cleaned": self.cleaned,
+                "check": self._check_dict(),
+                "action": self.action,
+            }
         return {
             "line": self.line,
             "values": self.values,
             "errors": self.errors,
             "cleaned": self.cleaned,
             "check": self._check_dict(),
+            "action": self.action,
+            "changes": self.changes,
         }
 
     def _check_dict(self) -> dict | None:
@@ -98,6 +111,8 @@ class ImportRow:
             errors=data.get("errors", {}),
             cleaned=data.get("cleaned", {}),
             check=UrlCheckResult.from_dict(check) if check else None,
+            action=data.get("action", ""),
+            changes=data.get("changes", []),
         )
 
 
@@ -115,6 +130,7 @@ class ImportPreview:
     ignored_columns: list[str] = field(default_factory=list)  # its other columns, as named there
     delimiter: str = ","
     filename: str = ""
+    encoding: str = "UTF-8"  # how the file was read: UTF-8, UTF-16 or Windows-1252
 
     @property
     def valid_rows(self) -> list[ImportRow]:
@@ -142,6 +158,7 @@ class ImportPreview:
             "ignored_columns": self.ignored_columns,
             "delimiter": self.delimiter,
             "filename": self.filename,
+            "encoding": self.encoding,
         }
 
     @classmethod
@@ -151,10 +168,12 @@ class ImportPreview:
 
 @dataclass
 class ImportResult:
-    """What :func:`import_commit` did: the records created, and the rows left out and why."""
+    """What :func:`import_commit` did: the records created and updated, and the rows left out and why."""
 
     all_or_nothing: bool
     created: list[Record] = field(default_factory=list)
+    updated: list[Record] = field(default_factory=list)
+    unchanged: int = 0  # rows naming a record that they leave as it is
     skipped: list[ImportRow] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # why nothing was written, when nothing was
 
@@ -166,40 +185,67 @@ class _FileError(Exception):
     """The whole file is refused; the message says why."""
 
 
-def _decode(content: bytes | str) -> str:
+def _too_large() -> _FileError:
+    return _FileError(
+        _("The file is larger than %(size)d MB; split it into several files.")
+        % {"size": MAX_BYTES // (1024 * 1024)}
+    )
+
+
+def _line_of(content: bytes, offset: int) -> int:
+    return content.count(b"\n", 0, offset) + 1
+
+
+def _decode(content: bytes | str) -> tuple[str, str]:
+    """The file's text and how it was read: UTF-8 (with or without BOM), UTF-16 (with its BOM, as
+    Excel's "Unicode text"), else Windows-1252 (what Excel writes as "CSV" on French systems)."""
     if isinstance(content, str):
-        text = content.removeprefix(BOM)
+        text, encoding = content.removeprefix(BOM), "UTF-8"
     else:
         if len(content) > MAX_BYTES:
-            raise _FileError(
-                _("The file is larger than %(size)d MB; split it into several files.")
-                % {"size": MAX_BYTES // (1024 * 1024)}
-            )
-        try:
-            text = content.decode("utf-8-sig")
-        except UnicodeDecodeError as error:
-            raise _FileError(
-                _(
-                    "The file is not in UTF-8: line %(line)d contains the byte 0x%(byte)02X "
-                    "(byte %(offset)d of the file), which UTF-8 does not allow. "
-                    "Save the file as “CSV UTF-8” and upload it again."
-                )
-                % {
-                    "line": content.count(b"\n", 0, error.start) + 1,
-                    "byte": content[error.start],
-                    "offset": error.start + 1,
-                }
-            ) from error
+            raise _too_large()
+        if content.startswith((b"\xff\xfe", b"\xfe\xff")):
+            try:
+                text, encoding = content.decode("utf-16"), "UTF-16"
+            except UnicodeDecodeError as error:
+                raise _FileError(
+                    _("The file starts as UTF-16 text but is not valid UTF-16 (byte %(offset)d).")
+                    % {"offset": error.start + 1}
+                ) from error
+            text = text.removeprefix(BOM)
+        else:
+            try:
+                text, encoding = content.decode("utf-8-sig"), "UTF-8"
+            except UnicodeDecodeError as utf8:
+                try:
+                    text, encoding = content.decode("cp1252"), "Windows-1252"
+                except UnicodeDecodeError as cp1252:
+                    raise _FileError(
+                        _(
+                            "The file's encoding cannot be decided: it is not UTF-8 (line %(line)d has the "
+                            "byte 0x%(byte)02X, which UTF-8 does not allow there), nor Windows-1252 "
+                            "(line %(line2)d has the byte 0x%(byte2)02X, which Windows-1252 does not use). "
+                            "Save the file as “CSV UTF-8” and upload it again."
+                        )
+                        % {
+                            "line": _line_of(content, utf8.start),
+                            "byte": content[utf8.start],
+                            "line2": _line_of(content, cp1252.start),
+                            "byte2": content[cp1252.start],
+                        }
+                    ) from cp1252
     if len(text) > MAX_BYTES:
-        raise _FileError(
-            _("The file is larger than %(size)d MB; split it into several files.")
-            % {"size": MAX_BYTES // (1024 * 1024)}
-        )
+        raise _too_large()
     if "\x00" in text:
         raise _FileError(_("This is not a CSV file: it contains binary data."))
     if not text.strip():
         raise _FileError(_("The file is empty."))
-    return text
+    return text, encoding
+
+
+def fold(name: str) -> str:
+    """A name as names are compared: Unicode NFC (a decomposed “é” is “é”), case folded, spaces tidied."""
+    return " ".join(unicodedata.normalize("NFC", name).casefold().split())
 
 
 def _sniff_delimiter(text: str) -> str:
@@ -211,7 +257,7 @@ def _sniff_delimiter(text: str) -> str:
 
 
 def _normalise_header(name: str) -> str:
-    return " ".join(re.split(r"[\s_\-]+", name.replace(BOM, "").strip().lower())).strip()
+    return " ".join(re.split(r"[\s_\-]+", fold(name.replace(BOM, "")))).strip()
 
 
 def _header_aliases() -> dict[str, str]:
@@ -258,7 +304,7 @@ def _read(text: str, delimiter: str) -> tuple[list[str | None], list[str], list[
                     "The file has no “%(column)s” column. Its first line must name the columns, "
                     "for example: %(example)s"
                 )
-                % {"column": missing[0], "example": delimiter.join(IMPORT_COLUMNS[:6]).replace("\t", " ")}
+                % {"column": missing[0], "example": delimiter.join(_EXAMPLE_COLUMNS).replace("\t", " ")}
             )
         lines: list[tuple[int, list[str]]] = []
         previous = reader.line_num
@@ -291,7 +337,7 @@ def _choice(row: ImportRow, key: str, default: str) -> None:
         row.cleaned[key] = default
         return
     for code, label in choices.choices:
-        if value.lower() in (code.lower(), str(label).lower()):
+        if fold(value) in (fold(code), fold(str(label))):
             row.cleaned[key] = code
             return
     row.add_error(
@@ -318,7 +364,7 @@ def _check_theme(row: ImportRow, collection: Collection, themes: dict[str, Theme
             "theme", _("Enter a theme; the themes of this collection are: %(themes)s.") % {"themes": listed}
         )
         return
-    theme = themes.get(name.lower())
+    theme = themes.get(fold(name))
     if theme is None:
         row.add_error(
             "theme",
@@ -387,12 +433,17 @@ def _users_by_name(usernames: Iterable[str]) -> dict[str, Any]:
     return found
 
 
-def _check_row(row: ImportRow, collection: Collection, themes: dict[str, Theme], users: dict[str, Any]):
-    _check_url_cell(row)
+def _check_row(
+    row: ImportRow,
+    collection: Collection,
+    themes: dict[str, Theme],
+    users: dict[str, Any],
+    record: Record | None,
+) -> None:
+    """What each cell means; an empty setting is the record's own (an update) or the collection's default."""
     _check_theme(row, collection, themes)
-    _choice(row, "budget", collection.default_budget)
-    _choice(row, "frequency", collection.default_frequency)
-    _choice(row, "depth", collection.default_depth)
+    for key in ("budget", "frequency", "depth"):
+        _choice(row, key, getattr(record, key) if record else getattr(collection, f"default_{key}"))
     username = row.values.get("responsible", "").strip()
     if username:
         user = users.get(username)
@@ -403,15 +454,84 @@ def _check_row(row: ImportRow, collection: Collection, themes: dict[str, Theme],
             )
         else:
             row.cleaned["responsible"] = user.pk
+    elif record is not None:
+        row.cleaned["responsible"] = record.responsible_id
     _check_keywords(row)
     _check_supplementary(row)
-    _yes_no(row, "active", "is_active", default=True)
-    _yes_no(row, "needs_browser", "needs_browser", default=False)
-    row.cleaned["content_notes"] = row.values.get("content_notes", "")
-    row.cleaned["technical_notes"] = row.values.get("technical_notes", "")
+    _yes_no(row, "active", "is_active", default=record.is_active if record else True)
+    _yes_no(row, "needs_browser", "needs_browser", default=record.needs_browser if record else False)
+    # A spreadsheet may write the line breaks of a note as CRLF: the same note.
+    row.cleaned["content_notes"] = row.values.get("content_notes", "").replace("\r\n", "\n")
+    row.cleaned["technical_notes"] = row.values.get("technical_notes", "").replace("\r\n", "\n")
+
+
+# Column -> (the Record field it changes, the cleaned key): what an update compares.
+_UPDATED = {
+    "url": "url",
+    "theme": "theme",
+    "budget": "budget",
+    "frequency": "frequency",
+    "depth": "depth",
+    "responsible": "responsible",
+    "keywords": "keywords",
+    "supplementary_urls": "supplementary_urls",
+    "content_notes": "content_notes",
+    "technical_notes": "technical_notes",
+    "active": "is_active",
+    "needs_browser": "needs_browser",
+}
+
+
+def _stored(record: Record, key: str) -> Any:
+    """A record's value in the form the row's cleaned value has."""
+    if key == "theme":
+        return record.theme_id
+    if key == "responsible":
+        return record.responsible_id
+    if key == "keywords":
+        return sorted(keyword.name for keyword in record.keywords.all())
+    return getattr(record, key)
+
+
+def _shown(key: str, value: Any, names: dict) -> str:
+    """A value as the preview shows it: names, labels, yes/no, URLs separated by spaces."""
+    if key in ("theme", "responsible"):
+        return names.get((key, value), "") if value else ""
+    if key in _CHOICES:
+        return str(_CHOICES[key](value).label) if value in _CHOICES[key].values else str(value)
+    if isinstance(value, bool):
+        return _("yes") if value else _("no")
+    if key == "keywords":
+        return "; ".join(value)
+    if key == "supplementary_urls":
+        return " ".join(value.split())
+    return str(value)
+
+
+def _compare(row: ImportRow, record: Record, columns: list[str], names: dict) -> None:
+    """An update's changes, column by column (only the columns the file has): what the commit writes."""
+    update: dict[str, Any] = {}
+    for column in columns:
+        key = _UPDATED.get(column)
+        if key is None or key not in row.cleaned or (key == "url" and row.cleaned.get("by_url")):
+            continue
+        new, old = row.cleaned[key], _stored(record, key)
+        if key == "keywords":
+            new = sorted(new)
+        if new != old:
+            update[key] = new
+            row.changes.append([column, _shown(key, old, names), _shown(key, new, names)])
+    row.cleaned["update"] = update
+    row.action = "update" if update else "unchanged"
 
 
 def _check_compatibility(row: ImportRow, rules: list[CompatibilityRule]) -> None:
+    """New records, and updates that change a technical setting, follow the compatibility rules; an
+    update that leaves them alone is never blocked by a rule made after the record."""
+    if row.action == "unchanged" or (
+        row.action == "update" and not set(row.cleaned["update"]) & set(CompatibilityRule.SETTINGS)
+    ):
+        return
     settings = tuple(row.cleaned.get(key) for key in CompatibilityRule.SETTINGS)
     if None in settings:
         return
@@ -421,34 +541,47 @@ def _check_compatibility(row: ImportRow, rules: list[CompatibilityRule]) -> None
             row.add_error(key, rule.refusal)
 
 
-def _check_duplicates(rows: list[ImportRow], collection: Collection) -> None:
-    keyed = [(row, url_key(row.cleaned["url"])) for row in rows if "url" in row.cleaned]
-    existing: dict[str, int] = {}
-    keys = list({key for _row, key in keyed})
-    for start in range(0, len(keys), 500):
-        existing.update(
-            Record.objects.filter(collection=collection, url_key__in=keys[start : start + 500]).values_list(
-                "url_key", "pk"
-            )
+def _check_duplicates(rows: list[ImportRow]) -> None:
+    """A URL twice in the same collection of the file; an update whose new URL another record has."""
+    first_line: dict[tuple[int, str], int] = {}
+    moved = [row for row in rows if "url" in row.cleaned.get("update", {})]
+    taken: dict[tuple[int, str], int] = {}
+    for row in moved:
+        key = url_key(row.cleaned["url"])
+        other = (
+            Record.objects.filter(collection_id=row.cleaned["collection"], url_key=key)
+            .exclude(pk=row.cleaned["record"])
+            .values_list("pk", flat=True)
+            .first()
         )
-    first_line: dict[str, int] = {}
-    for row, key in keyed:
-        if key in existing:
-            row.add_error(
-                "url",
-                _("This URL is already in this collection (record #%(pk)s).") % {"pk": existing[key]},
-            )
-        elif key in first_line:
+        if other is not None:
+            taken[(row.cleaned["collection"], key)] = other
+    for row in rows:
+        if "url" not in row.cleaned or "collection" not in row.cleaned:
+            continue
+        key = (row.cleaned["collection"], url_key(row.cleaned["url"]))
+        if key in first_line:
             row.add_error(
                 "url", _("This URL is already on line %(line)d of the file.") % {"line": first_line[key]}
             )
-        else:
-            first_line[key] = row.line
+            continue
+        first_line[key] = row.line
+        if row in moved and key in taken:
+            row.add_error(
+                "url",
+                _("This URL is already in this collection (record #%(pk)s).") % {"pk": taken[key]},
+            )
 
 
 def _run_checks(rows: list[ImportRow], checker: Checker) -> None:
     """Check the rows' URLs online, CHECK_WORKERS at a time; a failed check is an error of the row."""
-    to_check = [row for row in rows if "url" in row.cleaned and "url" not in row.errors]
+    to_check = [
+        row
+        for row in rows
+        if "url" in row.cleaned
+        and "url" not in row.errors
+        and (row.action == "new" or "url" in row.cleaned.get("update", {}))
+    ]
     if not to_check:
         return
     language = translation.get_language()
@@ -481,17 +614,21 @@ def import_preview(
     checker: Checker | None = None,
     filename: str = "",
 ) -> ImportPreview:
-    """Read a CSV file of records for a collection and say, line by line, what would be imported.
+    """Read a CSV file of records and say, line by line, what would be imported. Writes nothing.
 
-    Writes nothing. Raises PermissionDenied when the user may not write in the
-    collection; a file that cannot be read at all comes back with ``errors``.
-    ``checker`` checks one URL (default: ``selection.urlcheck.check_url``).
+    A row names an existing record by its ``id``, or by its ``collection`` and URL: that record is
+    updated with the row's cells (the columns the file has), and the preview lists each change; the
+    other rows are new records, in the row's ``collection`` or else in ``collection``. The user must
+    be allowed to write in each row's collection (checked per row). Raises PermissionDenied when the
+    user may not write in ``collection``; a file that cannot be read at all comes back with
+    ``errors``. ``checker`` checks one URL (default: ``selection.urlcheck.check_url``); only new
+    URLs are checked.
     """
     services.require_record_writable(user, collection)
     checker = checker or check_url
     preview = ImportPreview(collection_id=collection.pk, filename=filename)
     try:
-        text = _decode(content)
+        text, preview.encoding = _decode(content)
         preview.delimiter = _sniff_delimiter(text)
         keys, preview.ignored_columns, lines = _read(text, preview.delimiter)
     except _FileError as error:
@@ -506,12 +643,120 @@ def import_preview(
             row.add_error("row", _("This line has more cells than the header has columns."))
         preview.rows.append(row)
 
-    themes = {" ".join(theme.name.split()).lower(): theme for theme in collection.themes.all()}
+    collections = _row_collections(preview.rows, user, collection)
+    records = _named_records(preview.rows, user)
+    themes: dict[int, dict[str, Theme]] = {pk: {} for pk in collections}
+    for theme in Theme.objects.filter(collection__in=list(collections)):
+        themes[theme.collection_id][fold(theme.name)] = theme
     users = _users_by_name({row.values.get("responsible", "").strip() for row in preview.rows} - {""})
+    names = {("theme", theme.pk): theme.name for by_name in themes.values() for theme in by_name.values()}
+    names.update({("responsible", user.pk): user.get_username() for user in users.values()})
+    for record in records.values():
+        names[("responsible", record.responsible_id)] = record.responsible.get_username()
     rules = list(CompatibilityRule.objects.all())
     for row in preview.rows:
-        _check_row(row, collection, themes, users)
+        if "collection" not in row.cleaned:
+            continue
+        row_collection = collections[row.cleaned["collection"]]
+        record = records.get(row.cleaned.get("record"))
+        _check_row(row, row_collection, themes[row_collection.pk], users, record)
+        if record is None:
+            row.action = "new"
+        else:
+            row.cleaned["version"] = record.version
+            _compare(row, record, preview.columns, names)
         _check_compatibility(row, rules)
-    _check_duplicates(preview.rows, collection)
+    _check_duplicates(preview.rows)
     _run_checks(preview.rows, checker)
     return preview
+
+
+def _row_collections(rows: list[ImportRow], user, default: Collection) -> dict[int, Collection]:
+    """Each row's collection (its ``collection`` cell, by name, else ``default``), among those the user
+    writes in; a row naming another is refused. Returns the collections used, by id."""
+    writable = {fold(c.name): c for c in Collection.objects.writable_by(user)}
+    known = {fold(name) for name in Collection.objects.values_list("name", flat=True)}
+    used = {default.pk: default}
+    for row in rows:
+        name = " ".join(row.values.get("collection", "").split())
+        if not name:
+            row.cleaned["collection"] = default.pk
+        elif fold(name) in writable:
+            chosen = writable[fold(name)]
+            used[chosen.pk] = chosen
+            row.cleaned["collection"] = chosen.pk
+        elif fold(name) in known:
+            row.add_error(
+                "collection",
+                _("You are not a member of the collection “%(collection)s”.") % {"collection": name},
+            )
+        else:
+            row.add_error("collection", _("There is no collection “%(collection)s”.") % {"collection": name})
+        _check_url_cell(row)
+    return used
+
+
+def _named_records(rows: list[ImportRow], user) -> dict[int, Record]:
+    """The existing records the rows name (by id, else by collection and URL) that the user may change;
+    ``cleaned["record"]`` of each such row. Returns them by id."""
+    changeable = restrict(Record.objects.all(), user, CHANGE)
+    wanted: set[int] = set()
+    for row in rows:
+        cell = row.values.get("id", "").strip()
+        if not cell:
+            continue
+        if not cell.isdigit():
+            row.add_error("id", _("“%(value)s” is not a record number.") % {"value": cell})
+        else:
+            wanted.add(int(cell))
+    by_url: dict[tuple[int, str], list[ImportRow]] = {}
+    for row in rows:
+        if not row.values.get("id", "").strip() and "url" in row.cleaned and "collection" in row.cleaned:
+            by_url.setdefault((row.cleaned["collection"], url_key(row.cleaned["url"])), []).append(row)
+    found: dict[tuple[int, str], tuple[int, bool]] = {}
+    keys = sorted({key for _collection, key in by_url})
+    may_change = set(changeable.filter(url_key__in=keys).values_list("pk", flat=True)) if keys else set()
+    for start in range(0, len(keys), 500):
+        for pk, collection_id, key in Record.objects.filter(
+            url_key__in=keys[start : start + 500]
+        ).values_list("pk", "collection_id", "url_key"):
+            if (collection_id, key) in by_url:
+                found[(collection_id, key)] = (pk, pk in may_change)
+    records = {
+        record.pk: record
+        for record in changeable.filter(pk__in={*wanted, *(pk for pk, ok in found.values() if ok)})
+        .select_related("responsible")
+        .prefetch_related("keywords")
+    }
+    for row in rows:
+        cell = row.values.get("id", "").strip()
+        if cell.isdigit():
+            record = records.get(int(cell))
+            if record is None:
+                row.add_error("id", _("There is no record #%(pk)s that you may change.") % {"pk": cell})
+            elif (
+                "collection" in row.cleaned
+                and row.values.get("collection", "").strip()
+                and (record.collection_id != row.cleaned["collection"])
+            ):
+                row.add_error(
+                    "collection",
+                    _("Record #%(pk)s is in “%(collection)s”; move it with “Transfer”, not by import.")
+                    % {"pk": record.pk, "collection": record.collection},
+                )
+            else:
+                row.cleaned["record"] = record.pk
+                row.cleaned["collection"] = record.collection_id
+    for key, key_rows in by_url.items():
+        if key not in found:
+            continue
+        pk, allowed = found[key]
+        for row in key_rows:
+            if allowed:
+                row.cleaned["record"] = pk
+                row.cleaned["by_url"] = True  # the URL names the record: it is not changed
+            else:
+                row.add_error(
+                    "url", _("This URL is already in this collection (record #%(pk)s).") % {"pk": pk}
+                )
+    return records

@@ -32,6 +32,9 @@ MAX_STORED_PREVIEWS = 3  # per session; the oldest goes first
 MAX_STORED_BYTES = 8 * 1024 * 1024  # of one preview, as JSON (about 1 kB a row)
 PREVIEW_MAX_AGE = 3600  # seconds: the URL checks of an older preview are stale
 SETTINGS_COLUMNS = ("budget", "frequency", "depth")
+SEPARATOR_NAMES = {",": ",", ";": ";", "\t": "tab"}
+# The export's separators: comma (the default), semicolon (what Excel expects on French systems).
+EXPORT_SEPARATORS = {"comma": ",", "semicolon": ";"}
 
 
 # Export ----------------------------------------------------------------------------------------
@@ -58,8 +61,16 @@ class RecordExportView(AreaRequiredMixin, View):
                 status=400,
                 content_type="text/plain; charset=utf-8",
             )
+        separator = request.GET.get("separator", "comma")
+        if separator not in EXPORT_SEPARATORS:
+            return HttpResponse(
+                _("Unknown separator “%(separator)s”: choose comma or semicolon.") % {"separator": separator},
+                status=400,
+                content_type="text/plain; charset=utf-8",
+            )
         response = StreamingHttpResponse(
-            csvio.records_csv_stream(filterset.qs), content_type="text/csv; charset=utf-8"
+            csvio.records_csv_stream(filterset.qs, delimiter=EXPORT_SEPARATORS[separator]),
+            content_type="text/csv; charset=utf-8",
         )
         filename = timezone.localtime().strftime("records-%Y%m%d-%H%M.csv")
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
@@ -114,7 +125,12 @@ def _cell(value: str, errors: list[str], note: str = "") -> dict:
 
 def preview_table(preview: csvio.ImportPreview) -> dict:
     """The preview as a table: a row per line, each cell with its value and its errors."""
-    columns = ["url", "theme", *SETTINGS_COLUMNS, *(c for c in preview.columns if c not in ("url", "theme"))]
+    first = ("id", "collection", "url", "theme")
+    columns = [
+        *(c for c in first if c in ("url", "theme") or c in preview.columns),
+        *SETTINGS_COLUMNS,
+        *(c for c in preview.columns if c not in first),
+    ]
     columns = list(dict.fromkeys(columns))
     shown = {*columns, "url_check", "row"}
     rows = []
@@ -136,7 +152,19 @@ def preview_table(preview: csvio.ImportPreview) -> dict:
         )
         other = [message for key, messages in row.errors.items() if key not in shown for message in messages]
         errors = [*row.errors.get("row", []), *other]
-        rows.append({"line": row.line, "valid": row.valid, "errors": errors, "cells": cells})
+        rows.append(
+            {
+                "line": row.line,
+                "valid": row.valid,
+                "errors": errors,
+                "cells": cells,
+                "action": row.action,
+                "changes": [
+                    {"field": csvio.column_label(column), "old": old, "new": new}
+                    for column, old, new in row.changes
+                ],
+            }
+        )
     headers = [csvio.column_label(key) for key in columns] + [csvio.column_label("url_check")]
     return {"headers": headers, "rows": rows}
 
@@ -181,6 +209,11 @@ class RecordImportView(ImportRightsMixin, AreaRequiredMixin, View):
             "table": preview_table(preview),
             "valid_count": len(preview.valid_rows),
             "invalid_count": len(preview.invalid_rows),
+            "counts": {
+                action: sum(1 for row in preview.valid_rows if row.action == action)
+                for action in ("new", "update", "unchanged")
+            },
+            "separator": SEPARATOR_NAMES.get(preview.delimiter, preview.delimiter),
             "ignored_columns": preview.ignored_columns,
         }
         return render(request, "selection/record_import_preview.html", context)
@@ -212,18 +245,19 @@ class RecordImportCommitView(ImportRightsMixin, AreaRequiredMixin, View):
         result = csvio.import_commit(
             user=request.user, collection=collection, preview=preview, all_or_nothing=mode == "all"
         )
-        if result.created:
+        if result.created or result.updated:
             _forget(request, token)  # done: posting the form again does not import twice
         context = {
             "collection": collection,
             "result": result,
             "created": [(record, _link(record)) for record in result.created],
+            "updated": [(record, _link(record)) for record in result.updated],
             "skipped": [
                 {"line": row.line, "url": row.values.get("url", ""), "messages": row.messages}
                 for row in result.skipped
             ],
             # Nothing written: the same preview may still be imported another way.
-            "token": None if result.created else token,
+            "token": None if result.created or result.updated else token,
             "valid_count": len(preview.valid_rows),
             "invalid_count": len(preview.invalid_rows),
         }

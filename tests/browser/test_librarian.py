@@ -329,3 +329,58 @@ def test_the_record_list_says_how_many_records_it_shows(page, live_server, selec
     expect(page.locator("#bulk-form button[value='all']")).to_have_text(
         f"Edit all {count} records found", timeout=1000
     )
+
+
+def test_librarian_edits_an_export_in_french_excel_and_imports_it_back(
+    page, live_server, selection_site, requested_urls, tmp_path
+):
+    """Export with semicolons, edit as French Excel saves (Windows-1252, ``;``), import: the preview
+    says how the file was read and what changes, row by row; the records it names are updated."""
+    mine = existing_record(
+        username="librarian", collection=NEWS, url="https://excel.example.org/", theme="National news"
+    )
+    log_in_as_librarian(page)
+    page.goto("/selection/records/?responsible=me")
+    with page.expect_download() as download_info:
+        page.locator("#export-csv-semicolon").click()
+    exported = download_info.value
+    assert exported.failure() is None
+    path = tmp_path / "records.csv"
+    exported.save_as(path)
+    rows = list(csv.reader(io.StringIO(path.read_bytes().decode("utf-8-sig"), newline=""), delimiter=";"))
+    header = rows[0]
+    assert header[:3] == ["id", "collection", "url"]
+    edited_row = next(row for row in rows[1:] if row[header.index("url")] == mine.url)
+    edited_row[header.index("content_notes")] = "Révisé à la main"
+    edited_row[header.index("budget")] = "medium"
+    bad = [""] * len(header)
+    bad[header.index("url")] = "https://nouveau.example.org/"
+    bad[header.index("theme")] = "Thème inconnu"
+    rows.append(bad)
+    buffer = io.StringIO(newline="")
+    csv.writer(buffer, delimiter=";", lineterminator="\r\n").writerows(rows)
+    excel = tmp_path / "records-excel.csv"
+    excel.write_bytes(buffer.getvalue().encode("cp1252"))
+
+    page.goto("/selection/records/import/")
+    page.locator("#id_collection").select_option(label=NEWS)
+    page.locator("#id_file").set_input_files(str(excel))
+    with page.expect_navigation():
+        page.get_by_role("button", name="Check the file").click()
+    expect(page.locator("#import-reading")).to_contain_text("Read as Windows-1252, separator ;.")
+    updated = page.locator(f"#import-preview tr[data-line='{rows.index(edited_row) + 1}']")
+    expect(updated.locator(".import-action")).to_have_attribute("data-action", "update")
+    expect(updated.locator(".import-changes li")).to_have_text(
+        ["Budget: Small → Medium", "Content notes: — → Révisé à la main"]
+    )
+    refused = page.locator(f"#import-preview tr[data-line='{len(rows)}']")
+    expect(refused.locator(".import-action")).to_have_attribute("data-action", "refused")
+    expect(refused).to_contain_text("“Thème inconnu” is not a theme of the collection")
+    expect(page.get_by_role("button", name="Import all or nothing").first).to_be_disabled()
+    with page.expect_navigation():
+        page.get_by_role("button", name=re.compile(r"^Import the \d+ valid rows?$")).first.click()
+    expect(page.locator("#updated-count")).to_have_text("1 record updated.")
+    mine.refresh_from_db()
+    assert (mine.budget, mine.content_notes) == ("medium", "Révisé à la main")
+    assert not Record.objects.filter(url="https://nouveau.example.org/").exists()
+    assert foreign_requests(requested_urls, live_server.url) == []

@@ -267,6 +267,12 @@ def test_export_then_import_into_another_collection_gives_the_same_records(clien
     )
     client.force_login(librarian)
     exported = b"".join(client.get(reverse("selection:record_export")).streaming_content)
+    # Copying records elsewhere: without their id and collection, the rows are new records.
+    rows = [row[2:] for row in parse(exported)]
+    assert parse(exported)[0][:2] == ["id", "collection"]
+    buffer = io.StringIO()
+    csv.writer(buffer).writerows(rows)
+    exported = buffer.getvalue().encode()
 
     target = CollectionFactory(name="Archive", members=[librarian])
     ThemeFactory(collection=target, name="politics")  # names match whatever their case
@@ -275,6 +281,7 @@ def test_export_then_import_into_another_collection_gives_the_same_records(clien
     assert preview.errors == []
     assert errors_by_line(preview) == {}
     assert set(preview.ignored_columns) == set(EXPORT_COLUMNS) - set(csvio.IMPORT_COLUMNS)
+    assert [row.action for row in preview.rows] == ["new", "new"]
     result = import_commit(user=librarian, collection=target, preview=preview, all_or_nothing=True)
     assert len(result.created) == 2
 
@@ -388,16 +395,16 @@ def test_a_file_that_cannot_be_read_is_refused_with_a_clear_message(librarian, c
     assert preview.rows == []
 
 
-def test_a_file_not_in_utf8_says_where(librarian, collection):
-    content = "url,theme\nhttps://a.example.org/,Politics\nhttps://café.example.org/,Politics\n".encode(
-        "latin-1"
-    )
-    offset = content.index(b"\xe9") + 1
+def test_a_file_whose_encoding_cannot_be_decided_says_where(librarian, collection):
+    # 0xE9 is not UTF-8 there; 0x81 is not Windows-1252 at all.
+    content = b"url,theme\nhttps://caf\xe9.example.org/,Politics\nhttps://a.example.org/,Pol\x81tics\n"
     preview = preview_of(content, librarian, collection)
     assert preview.errors == [
-        f"The file is not in UTF-8: line 3 contains the byte 0xE9 (byte {offset} of the file), which UTF-8 "
-        "does not allow. Save the file as “CSV UTF-8” and upload it again."
+        "The file's encoding cannot be decided: it is not UTF-8 (line 2 has the byte 0xE9, which UTF-8 "
+        "does not allow there), nor Windows-1252 (line 3 has the byte 0x81, which Windows-1252 does not "
+        "use). Save the file as “CSV UTF-8” and upload it again."
     ]
+    assert preview.rows == []
 
 
 def test_too_many_rows_are_refused(librarian, collection, monkeypatch):
@@ -454,7 +461,6 @@ def test_each_kind_of_error_is_reported_on_its_line_and_field(librarian, collect
         20: {"responsible": ["There is no librarian or curator “replay”."]},
         7: {"budget": ["“huge” is not a valid budget; the allowed values are: small, medium, large."]},
         8: {"budget": [rule], "frequency": [rule]},
-        9: {"url": [f"This URL is already in this collection (record #{existing.pk})."]},
         11: {"url": ["This URL is already on line 10 of the file."]},
         12: {"url_check": ["This URL cannot be selected: The server answered 404 Not Found."]},
         13: {"active": ["“maybe” is not yes or no (active)."]},
@@ -477,7 +483,13 @@ def test_each_kind_of_error_is_reported_on_its_line_and_field(librarian, collect
         "page+1",
     )
     assert valid.cleaned["responsible"] == UserFactory(username="Marc").pk  # the only one, whatever the case
-    assert len(preview.valid_rows) == 2  # lines 10 and 19
+    assert len(preview.valid_rows) == 3  # lines 9, 10 and 19
+    # Line 9 names the existing record by its URL (the same site page): it would leave it as it is.
+    assert (preview.rows[7].line, preview.rows[7].action, preview.rows[7].cleaned["record"]) == (
+        9,
+        "unchanged",
+        existing.pk,
+    )
     assert preview.rows[10].check.status == CheckStatus.INVALID
 
 
@@ -696,10 +708,10 @@ def test_all_or_nothing_through_the_pages(client, librarian, collection):
 
 def test_a_bad_file_is_shown_on_the_form(client, librarian, collection):
     client.force_login(librarian)
-    upload = SimpleUploadedFile("r.csv", "url,theme\nhttps://é.example.org/,x\n".encode("cp1252"))
+    upload = SimpleUploadedFile("r.csv", b"url,theme\nhttps://\x81.example.org/,x\n")
     response = client.post(reverse("selection:record_import"), {"collection": collection.pk, "file": upload})
     assert response.status_code == 200
-    assert "The file is not in UTF-8: line 2" in response.content.decode()
+    assert "The file&#x27;s encoding cannot be decided: it is not UTF-8 (line 2" in response.content.decode()
     empty = SimpleUploadedFile("r.csv", b"")
     response = client.post(reverse("selection:record_import"), {"collection": collection.pk, "file": empty})
     assert "The submitted file is empty." in response.content.decode()
@@ -881,3 +893,202 @@ def test_committing_random_rows_never_writes_an_invalid_record(librarian, collec
             assert "missing" not in record.url
         assert len({r.url_key for r in written}) == len(written)
         transaction.set_rollback(True)
+
+
+# Round trip: export, edit in a spreadsheet, import ------------------------------------------------
+
+
+def spreadsheet(content: bytes, edit, *, delimiter=";", encoding="cp1252") -> bytes:
+    """What a spreadsheet saves after ``edit(rows)`` changed the rows of an export separated by
+    semicolons (French Excel: ``;`` and Windows-1252, no BOM)."""
+    rows = list(csv.reader(io.StringIO(content.decode("utf-8-sig"), newline=""), delimiter=";"))
+    edit(rows)
+    buffer = io.StringIO(newline="")
+    csv.writer(buffer, delimiter=delimiter, lineterminator="\r\n").writerows(rows)
+    return buffer.getvalue().encode(encoding)
+
+
+def column(rows, name):
+    return rows[0].index(name)
+
+
+def test_an_exported_file_edited_in_french_excel_updates_the_records_it_names(client, librarian, collection):
+    politics = collection.themes.get(name="Politics")
+    elsewhere = CollectionFactory(name="Régions", members=[librarian])
+    ThemeFactory(collection=elsewhere, name="Économie")
+    first = RecordFactory(
+        collection=collection, theme=politics, url="https://a.example.org/", keywords=["Vote"]
+    )
+    second = RecordFactory(collection=elsewhere, theme=elsewhere.themes.get(), url="https://b.example.org/")
+    untouched = RecordFactory(collection=collection, theme=politics, url="https://c.example.org/")
+    client.force_login(librarian)
+    exported = b"".join(
+        client.get(reverse("selection:record_export"), {"separator": "semicolon"}).streaming_content
+    )
+    assert exported.decode("utf-8-sig").splitlines()[0].startswith("id;collection;url;")
+
+    def edit(rows):
+        by_url = {row[column(rows, "url")]: row for row in rows[1:]}
+        by_url["https://a.example.org/"][column(rows, "content_notes")] = "Élections régionales"
+        by_url["https://a.example.org/"][column(rows, "budget")] = "medium"
+        by_url["https://a.example.org/"][column(rows, "keywords")] = "Vote; Région"
+        # A theme typed in capitals: the same theme.
+        by_url["https://b.example.org/"][column(rows, "theme")] = "ÉCONOMIE"
+        by_url["https://b.example.org/"][column(rows, "technical_notes")] = "Pages en cache"
+        # A new row in the other collection, named by the collection column.
+        new = [""] * len(rows[0])
+        new[column(rows, "collection")] = "régions"
+        new[column(rows, "url")] = "https://d.example.org/"
+        new[column(rows, "theme")] = "économie"
+        rows.append(new)
+
+    edited = spreadsheet(exported, edit)
+    preview = preview_of(edited, librarian, collection)
+    assert (preview.encoding, preview.delimiter, preview.errors) == ("Windows-1252", ";", [])
+    assert errors_by_line(preview) == {}
+    actions = {row.values["url"]: (row.action, row.changes) for row in preview.rows}
+    assert actions == {
+        "https://a.example.org/": (
+            "update",
+            [
+                ["budget", "Small", "Medium"],
+                ["keywords", "Vote", "Région; Vote"],
+                ["content_notes", "", "Élections régionales"],
+            ],
+        ),
+        "https://b.example.org/": ("update", [["technical_notes", "", "Pages en cache"]]),
+        "https://c.example.org/": ("unchanged", []),
+        "https://d.example.org/": ("new", []),
+    }
+    versions = {record.pk: Record.objects.get(pk=record.pk).version for record in (first, second, untouched)}
+    result = import_commit(user=librarian, collection=collection, preview=preview, all_or_nothing=True)
+    assert (len(result.created), len(result.updated), result.unchanged, result.skipped) == (1, 2, 1, [])
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert (first.budget, first.content_notes) == ("medium", "Élections régionales")
+    assert sorted(first.keywords.values_list("name", flat=True)) == ["Région", "Vote"]
+    assert first.version == versions[first.pk] + 1 and first.modified_by == librarian
+    assert (second.collection, second.technical_notes) == (elsewhere, "Pages en cache")
+    assert Record.objects.get(pk=untouched.pk).version == versions[untouched.pk]
+    created = Record.objects.get(url="https://d.example.org/")
+    assert (created.collection, created.theme.name) == (elsewhere, "Économie")
+
+
+def test_the_preview_page_says_how_the_file_was_read_and_what_each_row_changes(client, librarian, collection):
+    record = RecordFactory(collection=collection, theme=collection.themes.get(name="Politics"))
+    text = f"id;url;theme;content_notes\r\n{record.pk};{record.url};Politics;Révisé\r\n"
+    client.force_login(librarian)
+    upload = SimpleUploadedFile("r.csv", text.encode("cp1252"))
+    response = client.post(reverse("selection:record_import"), {"collection": collection.pk, "file": upload})
+    page = response.content.decode()
+    assert "Read as Windows-1252, separator ;." in page
+    assert "Among the valid rows: 0 new, 1 to update, 0 unchanged." in page
+    assert re.search(r"<strong>Content notes</strong>: <del>—</del> → <ins>Révisé</ins>", page)
+    token = re.search(r'name="preview" value="([^"]+)"', page).group(1)
+    done = client.post(reverse("selection:record_import_commit"), {"preview": token, "mode": "all"})
+    assert "1 record updated." in done.content.decode()
+    assert Record.objects.get(pk=record.pk).content_notes == "Révisé"
+
+
+def test_rights_are_checked_per_row(librarian, collection):
+    closed = CollectionFactory(name="Fermée")  # the librarian is not a member
+    ThemeFactory(collection=closed, name="Politics")
+    theirs = RecordFactory(collection=closed, theme=closed.themes.get(), url="https://theirs.example.org/")
+    text = "\n".join(
+        [
+            "id,collection,url,theme,content_notes",
+            f"{theirs.pk},,https://theirs.example.org/,Politics,mine now",  # 2: by id
+            ",Fermée,https://theirs.example.org/,Politics,mine now",  # 3: by collection and URL
+            ",Fermée,https://new.example.org/,Politics,",  # 4: a new record there
+            ",Nowhere,https://new.example.org/,Politics,",  # 5
+            "12abc,,https://x.example.org/,Politics,",  # 6
+            "999999,,https://y.example.org/,Politics,",  # 7
+        ]
+    )
+    preview = preview_of(text, librarian, collection)
+    assert errors_by_line(preview) == {
+        2: {"id": [f"There is no record #{theirs.pk} that you may change."]},
+        3: {"collection": ["You are not a member of the collection “Fermée”."]},
+        4: {"collection": ["You are not a member of the collection “Fermée”."]},
+        5: {"collection": ["There is no collection “Nowhere”."]},
+        6: {"id": ["“12abc” is not a record number."]},
+        7: {"id": ["There is no record #999999 that you may change."]},
+    }
+    result = import_commit(user=librarian, collection=collection, preview=preview, all_or_nothing=False)
+    assert (result.created, result.updated, len(result.skipped)) == ([], [], 6)
+    assert Record.objects.get(pk=theirs.pk).content_notes == ""
+
+
+def test_a_record_saved_after_the_preview_is_not_overwritten(librarian, collection):
+    record = RecordFactory(collection=collection, theme=collection.themes.get(name="Politics"))
+    text = f"id,url,theme,content_notes\n{record.pk},{record.url},Politics,from the file\n"
+    preview = preview_of(text, librarian, collection)
+    services.record_update(
+        record=Record.objects.get(pk=record.pk),
+        user=librarian,
+        expected_version=record.version,
+        content_notes="saved meanwhile",
+    )
+    result = import_commit(user=librarian, collection=collection, preview=preview, all_or_nothing=True)
+    assert result.updated == [] and result.errors == ["Nothing was imported: 1 row has an error."]
+    assert result.skipped[0].messages == [
+        "Someone else changed this record while you were editing it: content notes changed to "
+        "“saved meanwhile” by louise. Your changes were not saved; reload the record and make them again."
+    ]
+    assert Record.objects.get(pk=record.pk).content_notes == "saved meanwhile"
+
+
+def test_a_rule_made_after_a_record_does_not_block_edits_that_leave_its_settings_alone(
+    client, librarian, collection
+):
+    record = RecordFactory(
+        collection=collection,
+        theme=collection.themes.get(name="Politics"),
+        budget="large",
+        frequency="weekly",
+        depth="host",
+    )
+    services.compatibility_rule_create(
+        user=UserFactory(roles=[Role.CURATOR]), budget="large", frequency="weekly", reason="Too heavy."
+    )
+    # Notes, keywords: saved, through the service, the import and the page.
+    record = services.record_update(
+        record=record, user=librarian, expected_version=record.version, content_notes="Still here"
+    )
+    text = f"id,url,theme,keywords\n{record.pk},{record.url},Politics,Suivi\n"
+    preview = preview_of(text, librarian, collection)
+    assert errors_by_line(preview) == {} and preview.rows[0].action == "update"
+    # Changing a setting (here, only the depth) meets the rule.
+    text = f"id,url,theme,depth\n{record.pk},{record.url},Politics,page\n"
+    preview = preview_of(text, librarian, collection)
+    assert "depth" not in errors_by_line(preview).get(2, {})
+    assert errors_by_line(preview)[2]["budget"][0].startswith("These settings cannot be combined")
+
+
+def test_the_export_offers_semicolons_and_refuses_an_unknown_separator(client, librarian, collection):
+    RecordFactory(collection=collection, theme=collection.themes.get(name="Politics"))
+    client.force_login(librarian)
+    list_page = client.get(reverse("selection:record_list")).content.decode()
+    assert 'id="export-csv-semicolon"' in list_page
+    response = client.get(reverse("selection:record_export"), {"separator": "semicolon"})
+    text = b"".join(response.streaming_content).decode("utf-8-sig")
+    assert text.splitlines()[0] == ";".join(EXPORT_COLUMNS)
+    refused = client.get(reverse("selection:record_export"), {"separator": "pipe"})
+    assert refused.status_code == 400
+    assert "Unknown separator “pipe”: choose comma or semicolon." in refused.content.decode()
+
+
+def test_a_utf16_file_is_read(librarian, collection):
+    text = "url\ttheme\nhttps://café.example.org/\tPolitics\n"
+    preview = preview_of(text.encode("utf-16"), librarian, collection)
+    assert (preview.encoding, preview.delimiter, errors_by_line(preview)) == ("UTF-16", "\t", {})
+    assert preview.rows[0].cleaned["url"] == "https://xn--caf-dma.example.org/"
+
+
+def test_names_typed_with_decomposed_accents_match(librarian, collection):
+    ThemeFactory(collection=collection, name="Économie")
+    # As a Mac saves it: "E" then the combining acute accent, in UTF-8.
+    text = "URL,Theme\nhttps://a.example.org/,E\u0301conomie\n"
+    preview = preview_of(text.encode("utf-8"), librarian, collection)
+    assert errors_by_line(preview) == {}
+    assert preview.rows[0].cleaned["theme"] == collection.themes.get(name="Économie").pk
