@@ -24,8 +24,9 @@ UTF-8 byte order mark so that Excel reads the file as UTF-8.
 
 Import
 ------
-:func:`import_preview` reads a file (UTF-8 with or without BOM; ``,``, ``;`` or
-tab separated: the separator is the one the header line uses most) whose header
+:func:`import_preview` reads a file (UTF-8 with or without BOM, UTF-16 with its
+BOM, else Windows-1252; ``,``, ``;`` or tab separated: the separator is the one
+the header line uses most; names compared after NFC and case folding) whose header
 names the columns like the export (case, spaces, ``_`` and ``-`` ignored; the
 fields' names in the interface language are accepted too). ``url`` and
 ``theme`` are required; ``budget``, ``frequency``, ``depth`` (collection
@@ -37,8 +38,14 @@ its row); the export's other columns are ignored. Each line becomes an
 :class:`ImportRow` with its errors, field by field; the URLs are checked
 online, several at a time. Nothing is written.
 
+A row naming an existing record (``id``, or ``collection`` and URL) is an
+update: its changes (the file's columns only) are listed in the preview, and
+the version read then is the one the commit writes over. Other rows are new
+records in the row's ``collection`` (else the chosen one); rights per row.
+
 :func:`import_commit` then creates the records through
-``selection.services.record_propose``, in one transaction: all of them or none
+``selection.services.record_propose`` and updates the others through
+``record_update``, in one transaction: all of them or none
 (``all_or_nothing``), or only the valid rows, reporting the others.
 """
 
