@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.db.models.functions import Lower
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from selection.choices import RECORD_TRANSITIONS, CheckStatus, CollectionKind, RecordStatus
 from selection.models import Collection, CompatibilityRule, Keyword, Record, SavedSearch, Theme
@@ -442,7 +443,7 @@ def records_bulk_update(*, records: Iterable[Record], user, changes: dict[str, A
     if target is not None and "theme" not in changes:
         raise ValidationError({"theme": _("Choose a theme of the collection the records move to.")})
     summary: Counter = Counter()
-    errors: dict[str, list[str]] = {}
+    refused: dict[str, list[str]] = {}  # reason -> the URLs of the records refused for it
     records = _fresh(records)
     for record in records:
         try:
@@ -470,16 +471,27 @@ def records_bulk_update(*, records: Iterable[Record], user, changes: dict[str, A
                     record_set_status(record=record, user=user, status=status, reason=reason)
                     summary["status"] += 1
         except (ValidationError, PermissionDenied) as error:
+            # One reason per record, said once (a forbidden combination names two or three fields).
             messages = error.messages if isinstance(error, ValidationError) else [str(error)]
-            errors[record.url] = messages
-    if errors:
-        raise ValidationError(
-            [
-                _("%(url)s: %(why)s") % {"url": url, "why": " ".join(messages)}
-                for url, messages in errors.items()
-            ]
-        )
+            refused.setdefault(" ".join(dict.fromkeys(messages)), []).append(record.url)
+    if refused:
+        raise ValidationError([_refusal(reason, urls) for reason, urls in refused.items()])
     return {"records": len(records), "changed": dict(summary)}
+
+
+SHOWN_REFUSED = 20  # URLs named under each reason a bulk edit was refused for
+
+
+def _refusal(reason: str, urls: list[str]) -> str:
+    """One reason of a refused bulk edit, with how many records and which (the first few)."""
+    shown = ", ".join(urls[:SHOWN_REFUSED])
+    if len(urls) > SHOWN_REFUSED:
+        shown += ", " + _("and %(n)d more") % {"n": len(urls) - SHOWN_REFUSED}
+    return ngettext(
+        "%(reason)s — %(count)d record: %(urls)s",
+        "%(reason)s — %(count)d records: %(urls)s",
+        len(urls),
+    ) % {"reason": reason, "count": len(urls), "urls": shown}
 
 
 # Saved searches --------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from selection import services
 from selection.filtersets import RecordFilterSet
 from selection.forms import BulkEditForm
 from selection.models import Record
+from selection.selectors import compatibility_matrix
 from webarchive.filters import id_range_error
 from webarchive.permissions import CHANGE, VALIDATE, VIEW, Area, can, restrict
 from webarchive.views import AreaRequiredMixin, apply_validation_error
@@ -74,6 +75,12 @@ class RecordBulkEditView(AreaRequiredMixin, TemplateView):
         ids = list(records.values_list("pk", flat=True)) if scope != "all" else []
         return self.render_to_response(
             self.get_context_data(
-                form=form, records=records[:200], count=count, ids=ids, query=query, scope=scope
+                form=form,
+                records=records[:200],
+                count=count,
+                ids=ids,
+                query=query,
+                scope=scope,
+                matrix=compatibility_matrix(),
             )
         )

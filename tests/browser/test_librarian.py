@@ -329,6 +329,16 @@ def test_the_record_list_says_how_many_records_it_shows(page, live_server, selec
     expect(page.locator("#bulk-form button[value='all']")).to_have_text(
         f"Edit all {count} records found", timeout=1000
     )
+    # The bulk edit greys out what cannot be combined, as the single edit does; "—" keeps a value.
+    with page.expect_navigation():
+        page.locator("#bulk-form button[value='all']").click()
+    daily = page.locator("#id_frequency option[value='daily']")
+    expect(daily).to_be_enabled()
+    page.locator("#id_budget").select_option("large")
+    expect(daily).to_be_disabled()
+    expect(page.locator("#id_frequency option[value='weekly']")).to_be_enabled()
+    page.locator("#id_budget").select_option("")
+    expect(daily).to_be_enabled()
 
 
 def test_librarian_edits_an_export_in_french_excel_and_imports_it_back(

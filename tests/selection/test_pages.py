@@ -381,6 +381,34 @@ def test_bulk_edit_from_the_list(client, librarian, collection, theme):
     assert not Record.objects.filter(depth="page").exists()
 
 
+def test_a_refused_bulk_edit_names_each_record_once_under_its_reason(client, librarian, collection, theme):
+    daily = [
+        RecordFactory(collection=collection, theme=theme, url=f"https://d{n}.example.org/", frequency="daily")
+        for n in range(2)
+    ]
+    weekly = RecordFactory(
+        collection=collection, theme=theme, url="https://w.example.org/", frequency="weekly"
+    )
+    outside = RecordFactory(url="https://outside.example.org/")
+    client.force_login(librarian)
+    response = client.post(
+        reverse("selection:record_bulk_edit"),
+        {"records": [r.pk for r in (*daily, weekly, outside)], "apply": "1", "budget": "large"},
+    )
+    errors = [str(e) for e in response.context["form"].non_field_errors()]
+    rule = (
+        "These settings cannot be combined: Large + Daily + any. A large site cannot be harvested every day."
+    )
+    assert errors == [
+        f"{rule} — 2 records: https://d0.example.org/, https://d1.example.org/",
+        f"You are not a member of the collection “{outside.collection}”. — 1 record: https://outside.example.org/",
+    ]
+    html = response.content.decode()
+    assert html.count("https://d0.example.org/, https://d1.example.org/") == 1
+    assert 'id="compat-matrix"' in html  # the page greys out impossible combinations as the edit form does
+    assert Record.objects.filter(budget="large").count() == 0
+
+
 def test_a_saved_search_is_kept_and_listed(client, librarian):
     client.force_login(librarian)
     response = client.post(
