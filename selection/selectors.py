@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db.models import Q
 from django.urls import reverse
 from django.utils.translation import gettext as _
 
@@ -117,6 +118,32 @@ def incompatibility(
         if rule.matches(budget, frequency, depth):
             return rule
     return None
+
+
+def _combination(budget: str, frequency: str, depth: str) -> Q:
+    """The records whose settings a rule on these values (empty: any) matches."""
+    q = Q()
+    for name, value in (("budget", budget), ("frequency", frequency), ("depth", depth)):
+        if value:
+            q &= Q(**{name: value})
+    return q
+
+
+def records_forbidden_by(budget: str = "", frequency: str = "", depth: str = ""):
+    """The existing records a rule forbidding this combination would catch (to show before it is made)."""
+    return Record.objects.filter(_combination(budget, frequency, depth)).select_related("collection")
+
+
+def records_breaking_rules():
+    """The records whose settings a rule made after them forbids: curators fix them (their other
+    edits are never blocked, see selection.services.record_update)."""
+    rules = list(CompatibilityRule.objects.all())
+    if not rules:
+        return Record.objects.none()
+    q = Q()
+    for rule in rules:
+        q |= _combination(rule.budget, rule.frequency, rule.depth)
+    return Record.objects.filter(q).select_related("collection")
 
 
 def compatibility_matrix() -> dict:

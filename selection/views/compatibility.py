@@ -11,9 +11,16 @@ from selection import services
 from selection.choices import Budget, Depth, Frequency
 from selection.forms import CompatibilityRuleForm
 from selection.models import CompatibilityRule
-from selection.selectors import budget_ranges, compatibility_matrix
+from selection.selectors import (
+    budget_ranges,
+    compatibility_matrix,
+    records_breaking_rules,
+    records_forbidden_by,
+)
 from webarchive.permissions import ADD, DELETE, VIEW, Area, can
 from webarchive.views import AreaRequiredMixin, PermittedActionsMixin, ServiceFormView
+
+SHOWN_RECORDS = 100  # records listed under a rule's preview, and among those breaking the rules
 
 
 class CompatibilityView(PermittedActionsMixin, ServiceFormView):
@@ -32,6 +39,20 @@ class CompatibilityView(PermittedActionsMixin, ServiceFormView):
         if not can(request.user, ADD, CompatibilityRule):
             raise PermissionDenied(_("Only curators may change the compatibility of settings."))
         return super().post(request, *args, **kwargs)
+
+    def form_valid(self, form):
+        if "preview" in self.request.POST:  # which records it would catch, before it is made
+            settings = {name: form.cleaned_data[name] for name in ("budget", "frequency", "depth")}
+            caught = records_forbidden_by(**settings).order_by("url")
+            return self.render_to_response(
+                self.get_context_data(
+                    form=form,
+                    previewed=True,
+                    caught=caught[:SHOWN_RECORDS],
+                    caught_count=caught.count(),
+                )
+            )
+        return super().form_valid(form)
 
     def perform(self, form):
         rule = services.compatibility_rule_create(user=self.request.user, **form.cleaned_data)
@@ -57,6 +78,9 @@ class CompatibilityView(PermittedActionsMixin, ServiceFormView):
                 "rules": CompatibilityRule.objects.all(),
             }
         )
+        if can(self.request.user, ADD, CompatibilityRule):  # curators: the records to fix
+            breaking = records_breaking_rules().order_by("collection__name", "url")
+            context.update({"breaking": breaking[:SHOWN_RECORDS], "breaking_count": breaking.count()})
         return context
 
 

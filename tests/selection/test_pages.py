@@ -333,6 +333,41 @@ def test_a_curator_edits_the_compatibility_matrix(client, curator, librarian):
     assert CompatibilityRule.objects.filter(pk=rule.pk).exists()
 
 
+def test_a_new_rule_shows_the_records_it_would_forbid_and_never_blocks_their_other_edits(
+    client, curator, librarian, collection, theme
+):
+    caught = RecordFactory(
+        collection=collection,
+        theme=theme,
+        url="https://caught.example.org/",
+        budget="medium",
+        frequency="weekly",
+    )
+    RecordFactory(collection=collection, theme=theme, url="https://free.example.org/", budget="small")
+    client.force_login(curator)
+    url = reverse("selection:compatibility")
+    data = {"budget": "medium", "frequency": "weekly", "reason": "Too often for a medium site."}
+    preview = client.post(url, {**data, "preview": "1"})
+    html = preview.content.decode()
+    assert "This rule would forbid the settings of 1 existing record:" in html
+    assert "https://caught.example.org/" in html and "https://free.example.org/" not in html
+    assert not CompatibilityRule.objects.filter(budget="medium", frequency="weekly").exists()  # not yet
+    assert client.post(url, data).status_code == 302
+    page = client.get(url).content.decode()
+    assert "1 record has settings a rule now forbids" in page and "https://caught.example.org/" in page
+    # The librarian edits the record's notes: saved; its settings stay as they were.
+    client.force_login(librarian)
+    caught.refresh_from_db()
+    edit = reverse("selection:record_edit", kwargs={"pk": caught.pk})
+    response = client.post(edit, edit_data(caught, content_notes="Checked by phone"))
+    assert response.status_code == 302, response.content.decode()
+    assert Record.objects.get(pk=caught.pk).content_notes == "Checked by phone"
+    # Changing a setting to another forbidden combination is refused.
+    caught.refresh_from_db()
+    response = client.post(edit, edit_data(caught, depth="page"))
+    assert "These settings cannot be combined: Medium + Weekly + any." in response.content.decode()
+
+
 def test_a_curator_creates_a_collection_with_themes(client, curator, librarian):
     client.force_login(curator)
     response = client.post(
