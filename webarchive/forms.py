@@ -4,7 +4,8 @@ from django import forms
 
 
 def add_bootstrap_classes(form: forms.BaseForm, *, small: bool = False) -> forms.BaseForm:
-    """Give every widget of a form its Bootstrap class (the filter forms of lists too)."""
+    """Give every widget of a form its Bootstrap class (the filter forms of lists too); asking again
+    (a form that adds fields after its first pass) gives each its class once."""
     size = "-sm" if small else ""
     for field in form.fields.values():
         widget = field.widget
@@ -16,7 +17,8 @@ def add_bootstrap_classes(form: forms.BaseForm, *, small: bool = False) -> forms
             css = f"form-control form-control{size}" if size else "form-control"
         if isinstance(widget, forms.SelectMultiple):
             widget.attrs.setdefault("size", min(4, len(getattr(field, "choices", [])) or 4))
-        widget.attrs["class"] = f"{widget.attrs.get('class', '')} {css}".strip()
+        if css.split()[0] not in widget.attrs.get("class", "").split():  # given once, however often asked
+            widget.attrs["class"] = f"{widget.attrs.get('class', '')} {css}".strip()
         if isinstance(widget, forms.DateInput):
             widget.input_type = "date"
     return form

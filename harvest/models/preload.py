@@ -33,11 +33,15 @@ class PreloadRun(Run):
         LOAD = "load", _("loading the domains")
         DONE = "done", _("done")
 
+    # What the preparation is for; optional: the domains are loaded all the same, and every snapshot
+    # takes the active ones (the definition can be chosen later).
     harvest_definition = models.ForeignKey(
         HarvestDefinition,
         on_delete=models.PROTECT,
         related_name="preload_runs",
         verbose_name=_("snapshot harvest definition"),
+        null=True,
+        blank=True,
     )
     state = models.CharField(_("state"), max_length=10, choices=State, default=State.QUEUED)
     stage = models.CharField(_("stage"), max_length=10, choices=Stage, default=Stage.INGEST)
@@ -70,6 +74,8 @@ class PreloadRun(Run):
         ordering = ["-created_at", "-pk"]
 
     def __str__(self):
+        if self.harvest_definition_id is None:
+            return f"{_('Preload')} {self.pk}"
         return f"{_('Preload')} {self.pk} → {self.harvest_definition}"
 
     def get_absolute_url(self):

@@ -29,6 +29,7 @@ from harvest.services.preload import (
 )
 from harvest.tables import PreloadRunTable
 from webarchive.csvfiles import csv_response
+from webarchive.forms import BootstrapMixin, add_bootstrap_classes
 from webarchive.permissions import ADD, CHANGE, VIEW, Area
 from webarchive.views import (
     AreaRequiredMixin,
@@ -67,11 +68,15 @@ class MultipleFileField(forms.FileField):
         return [single(data, initial)] if data else []
 
 
-class PreloadForm(forms.Form):
+class PreloadForm(BootstrapMixin, forms.Form):
     harvest_definition = forms.ModelChoiceField(
         queryset=HarvestDefinition.objects.filter(kind=HarvestKind.SNAPSHOT).order_by("name"),
+        required=False,
         label=gettext_lazy("Snapshot harvest definition"),
-        help_text=gettext_lazy("The snapshot that takes the active domains once they are loaded."),
+        help_text=gettext_lazy(
+            "The snapshot this preparation is for (optional: the domains are loaded all the same, and "
+            "every snapshot takes the active ones)."
+        ),
     )
     include_selection = forms.BooleanField(
         required=False,
@@ -109,8 +114,9 @@ class PreloadForm(forms.Form):
                 help_text=_("One domain or URL per line (# comments), or a CSV file with the column below."),
             )
             self.fields[f"column_{number}"] = forms.CharField(
-                required=False, max_length=200, label=_("Source %(n)d: CSV column")
+                required=False, max_length=200, label=_("Source %(n)d: CSV column") % {"n": number}
             )
+        add_bootstrap_classes(self)  # the source fields too, added after the mixin's pass
 
     def clean(self):
         data = super().clean()
@@ -244,6 +250,20 @@ class PreloadStatisticsCsvView(PreloadMixin, View):
         return csv_response(statistics_rows(run), f"preload-{run.pk}-statistics.csv")
 
 
+class PreloadInvalidLinesCsvView(PreloadMixin, View):
+    """Every invalid line kept (the first INVALID_KEPT of each source): source, line, text, reason."""
+
+    def get(self, request, pk):
+        run = get_object_or_404(PreloadRun, pk=pk)
+        lines = (
+            PreloadInvalidLine.objects.filter(source__run=run)
+            .order_by("source__pk", "line")
+            .values_list("source__name", "line", "text", "reason")
+        )
+        rows = [["source", "line", "text", "reason"], *lines.iterator(chunk_size=2000)]
+        return csv_response(rows, f"preload-{run.pk}-invalid-lines.csv")
+
+
 urlpatterns = [
     path("preload/", PreloadListView.as_view(), name="preload_list"),
     path("preload/new/", PreloadStartView.as_view(), name="preload_start"),
@@ -253,4 +273,9 @@ urlpatterns = [
         "preload/<int:pk>/resume/", PreloadActionView.as_view(), {"action": "resume"}, name="preload_resume"
     ),
     path("preload/<int:pk>/statistics.csv", PreloadStatisticsCsvView.as_view(), name="preload_statistics"),
+    path(
+        "preload/<int:pk>/invalid-lines.csv",
+        PreloadInvalidLinesCsvView.as_view(),
+        name="preload_invalid_lines",
+    ),
 ]

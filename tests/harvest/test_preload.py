@@ -6,6 +6,7 @@ test_preload_redirects.py and test_preload_checks.py.
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from io import StringIO
 
@@ -27,7 +28,7 @@ from harvest.services.preload import SourceSpec, preload_create, preload_run
 from harvest.services.preload import load as preload_load
 from harvest.services.preload import progress as preload_progress
 from selection.choices import RecordStatus
-from tests.factories import RecordFactory
+from tests.factories import RecordFactory, UserFactory
 from webarchive.permissions import Role
 
 
@@ -283,6 +284,11 @@ def test_the_command_prepares_a_snapshot_and_refuses_bad_input(snapshot, lists, 
     run = PreloadRun.objects.get()
     assert f"Preload run {run.pk} done." in out.getvalue()
     assert "source registry 5 5 10 4" in out.getvalue()  # domains, new, lines, invalid
+    # The invalid lines, each with its number, text and reason, and where all of them are.
+    printed = out.getvalue()
+    assert "4 invalid line(s); the first 20:" in printed
+    assert "registry line 3: 'not a domain' — " in printed
+    assert f"/harvest/preload/{run.pk}/invalid-lines.csv" in printed
     assert set(run.sources.values_list("name", flat=True)) == {"registry", "selection"}
     assert Domain.objects.filter(name="epsilon.fr").exists()
 
@@ -297,6 +303,25 @@ def test_the_command_prepares_a_snapshot_and_refuses_bad_input(snapshot, lists, 
         with pytest.raises(CommandError, match=message):
             call_command("preload_domains", *args, "--no-dns", stdout=out)
     assert PreloadRun.objects.count() == 1
+
+
+def test_a_preparation_needs_no_snapshot_definition(db, lists, client):
+    """The domains are loaded before any snapshot definition exists; one is chosen later."""
+    registry, _publishers, _urls = lists
+    out = StringIO()
+    call_command(
+        "preload_domains", str(registry), "--source", "registry", "--no-dns", "--no-redirects", stdout=out
+    )
+    run = PreloadRun.objects.get()
+    assert run.harvest_definition is None and run.state == PreloadRun.State.DONE
+    assert out.getvalue().startswith(f"Preload {run.pk}\n")
+    assert Domain.objects.filter(name="gamma.fr").exists()
+    client.force_login(UserFactory(roles=[Role.ENGINEER]))
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert "For the next snapshot (no definition chosen)" in page
+    form = client.get(reverse("harvest:preload_start")).content.decode()
+    assert "Source 1: CSV column" in form and "%(n)d" not in form
+    assert re.search(r'<input type="text" name="column_1" maxlength="200" class="form-control"', form)
 
 
 def test_a_stopped_run_resumes_from_its_stage(snapshot, lists):

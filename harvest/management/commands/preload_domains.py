@@ -1,12 +1,17 @@
 """manage.py preload_domains: broad-crawl preparation from domain lists, in the foreground."""
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
 
 from harvest.choices import HarvestKind
-from harvest.models import HarvestDefinition, PreloadRun, PreloadStep
+from harvest.models import HarvestDefinition, PreloadInvalidLine, PreloadRun, PreloadStep
 from harvest.services.preload import SourceSpec, preload_create, preload_run, statistics_rows
 from harvest.services.preload.audit import step_record
+from harvest.services.preload.ingest import INVALID_KEPT
+
+SHOWN_INVALID = 20  # invalid lines printed at the end of a run
 
 
 class Command(BaseCommand):
@@ -26,7 +31,8 @@ class Command(BaseCommand):
         )
         parser.add_argument("--column", default="", help="read this column of CSV files (by its header)")
         parser.add_argument(
-            "--definition", help="the snapshot harvest definition (by name; default: the only active one)"
+            "--definition",
+            help="the snapshot harvest definition (by name; default: the only active one, or none)",
         )
         parser.add_argument(
             "--nameserver", action="append", default=[], metavar="HOST[:PORT]", help="DNS server (repeatable)"
@@ -49,7 +55,7 @@ class Command(BaseCommand):
                 step_record(run=run, kind=PreloadStep.Kind.RESUMED, stage=run.stage)
         else:
             run = self._create(options)
-        self.stdout.write(f"Preload run {run.pk} for {run.harvest_definition}")
+        self.stdout.write(str(run))
         last = [None]
 
         def progress(run):
@@ -66,7 +72,23 @@ class Command(BaseCommand):
         for row in statistics_rows(run):
             if row[0] != "tld":
                 self.stdout.write("  " + " ".join(str(cell) for cell in row if cell != ""))
+        self._invalid_lines(run)
         self.stdout.write(self.style.SUCCESS(f"Preload run {run.pk} done."))
+
+    def _invalid_lines(self, run: PreloadRun) -> None:
+        """The first SHOWN_INVALID invalid lines (source, number, text, reason), and where the rest are."""
+        total = sum(run.sources.values_list("invalid", flat=True))
+        if not total:
+            return
+        self.stdout.write(self.style.WARNING(f"  {total:,} invalid line(s); the first {SHOWN_INVALID}:"))
+        lines = PreloadInvalidLine.objects.filter(source__run=run).select_related("source")
+        for line in lines.order_by("source__pk", "line")[:SHOWN_INVALID]:
+            self.stdout.write(f"    {line.source.name} line {line.line}: {line.text!r} — {line.reason}")
+        where = settings.WEBARCHIVE_URL.rstrip("/") + reverse("harvest:preload_invalid_lines", args=[run.pk])
+        self.stdout.write(
+            f"  All of them (the first {INVALID_KEPT:,} of each source are kept): {where}"
+            f" (and on the run's page, Planning → Broad-crawl preparations → {run.pk})."
+        )
 
     def _create(self, options) -> PreloadRun:
         files, names = options["files"], options["source"]
@@ -99,7 +121,7 @@ class Command(BaseCommand):
             ]
             raise CommandError("\n".join(messages)) from None
 
-    def _definition(self, name: str | None) -> HarvestDefinition:
+    def _definition(self, name: str | None) -> HarvestDefinition | None:
         snapshots = HarvestDefinition.objects.filter(kind=HarvestKind.SNAPSHOT)
         if name:
             definition = snapshots.filter(name=name).first()
@@ -107,6 +129,5 @@ class Command(BaseCommand):
                 raise CommandError(f"No snapshot harvest definition named “{name}”.")
             return definition
         active = list(snapshots.filter(is_active=True)[:2])
-        if len(active) != 1:
-            raise CommandError("Name the snapshot harvest definition with --definition NAME.")
-        return active[0]
+        # None: the domains are loaded all the same; every snapshot takes the active ones.
+        return active[0] if len(active) == 1 else None

@@ -71,7 +71,7 @@ class SourceSpec:
 @transaction.atomic
 def preload_create(
     *,
-    harvest_definition: HarvestDefinition,
+    harvest_definition: HarvestDefinition | None = None,
     sources: list[SourceSpec],
     check_dns: bool = True,
     find_redirects: bool = True,
@@ -84,7 +84,7 @@ def preload_create(
     """A new run with its sources, checked: a snapshot definition, readable files, known columns."""
     require(user, ADD, PreloadRun)
     errors: dict[str, list[str]] = {}
-    if harvest_definition.kind != HarvestKind.SNAPSHOT:
+    if harvest_definition is not None and harvest_definition.kind != HarvestKind.SNAPSHOT:
         errors.setdefault("harvest_definition", []).append(
             _("%(name)s is a selective harvest: choose a snapshot harvest definition.")
             % {"name": harvest_definition.name}
@@ -169,7 +169,7 @@ class UploadedSource:
 
 
 def preload_create_from_uploads(
-    *, harvest_definition: HarvestDefinition, uploads: list[UploadedSource], user=None, **options
+    *, harvest_definition: HarvestDefinition | None, uploads: list[UploadedSource], user=None, **options
 ) -> PreloadRun:
     """A new run from uploaded lists, kept in a folder of their own under ``PRELOAD_UPLOAD_DIR``.
 
