@@ -432,10 +432,18 @@ if not DEBUG:
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=12 * 3600)
 
+# One handler (the root's): Django's own console handler would print its records a second time. A
+# 403 or 404 is one line, without the traceback of the exception behind it (webarchive.logs).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"client_errors_on_one_line": {"()": "webarchive.logs.ClientErrorsOnOneLine"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
-    "loggers": {"django_auth_ldap": {"level": env("LDAP_LOG_LEVEL", default="WARNING")}},
+    "loggers": {
+        "django": {"handlers": [], "propagate": True},
+        "django.request": {"filters": ["client_errors_on_one_line"]},
+        "django_auth_ldap": {"level": env("LDAP_LOG_LEVEL", default="WARNING")},
+    },
 }
