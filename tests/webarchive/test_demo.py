@@ -44,6 +44,11 @@ def test_demo_plans_a_harvest_of_the_test_website():
     (configuration,) = definition.configurations.all()
     assert configuration.domain.name == "127.0.0.1"
     assert configuration.seed_lists.get().seed_urls[0].startswith("http://127.0.0.1:")
+    # Polite for a site on this machine (a real site gets the default, a second or more).
+    assert configuration.template.name == "Test website (local: short delays)"
+    assert (configuration.template.min_delay, configuration.template.max_delay) == (0.02, 0.2)
+    other = DomainConfiguration.objects.exclude(domain__name="127.0.0.1").select_related("template")
+    assert other.exists() and all(c.template.min_delay >= 1.0 for c in other)
     first_run = TransferReport.objects.count()
     configurations = DomainConfiguration.objects.count()
     call_command("demo", stdout=StringIO())

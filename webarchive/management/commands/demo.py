@@ -193,6 +193,20 @@ BROWSER_TEMPLATE = {
     "behaviour_media": True,
 }
 BROWSER_MAPPING = ("small", "path")
+# The test website runs on this machine: the crawler's default politeness (a second or more between
+# two requests, made for sites on the internet) would make its 600-odd pages take ten minutes. Its
+# record (small, host: no other demo record has that pair) is mapped to a template polite for a
+# local site, so that "Run now" gives a finished job, its statistics and its replay in about a minute.
+LOCAL_TEMPLATE = {
+    "name": "Test website (local: short delays)",
+    "description": "The demo's test website, on this machine: a few hundredths of a second between two "
+    "requests. Never for a site on the internet.",
+    "depth_policy": DepthPolicy.HOST,
+    "min_delay": 0.02,
+    "max_delay": 0.2,
+    "delay_factor": 1.0,
+}
+LOCAL_MAPPING = ("small", "host")
 SCRIPT_BUILT_OBJECTS = 200  # a small budget: a rendered page is slow to harvest
 
 # Who may read what, so that anonymous visitors, readers and readers in a reading room see different
@@ -331,6 +345,13 @@ class Command(BaseCommand):
         mapping = BudgetMapping.objects.filter(budget=BROWSER_MAPPING[0], depth=BROWSER_MAPPING[1]).first()
         if mapping is not None and mapping.browser_template_id is None:  # a curator's choice is kept
             budget_mapping_save(user=curator, mapping=mapping, browser_template=browser_template)
+        local_template = HarvestTemplate.objects.filter(name=LOCAL_TEMPLATE["name"]).first() or template_save(
+            user=curator, **LOCAL_TEMPLATE
+        )
+        mapping = BudgetMapping.objects.filter(budget=LOCAL_MAPPING[0], depth=LOCAL_MAPPING[1]).first()
+        # Only while it maps to its default template: a curator's choice is kept.
+        if mapping is not None and mapping.template.name == f"selective-{LOCAL_MAPPING[1]}":
+            budget_mapping_save(user=curator, mapping=mapping, template=local_template)
         schedules = {}
         for name, fields in DEMO_SCHEDULES:
             schedules[name] = Schedule.objects.filter(name=name).first() or schedule_save(
