@@ -71,3 +71,12 @@ def preload(run_id: int) -> None:
 def fail_stalled_task() -> list[int]:
     """Fail the started jobs that have made no progress while their queue's workers are gone."""
     return [job.pk for job in jobs_fail_stalled()]
+
+
+@shared_task(name="harvest.gather_broker", ignore_result=True, time_limit=120, expires=60)
+def gather_broker() -> None:
+    """What the broker says of the workers and queues, for the monitoring page (every
+    MONITORING_BROKER_INTERVAL seconds, from the beat)."""
+    from harvest.services.monitoring import broker_snapshot_take
+
+    broker_snapshot_take()

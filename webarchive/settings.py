@@ -89,6 +89,9 @@ STORAGE_REPLICAS = env.int("STORAGE_REPLICAS", default=2)
 STORAGE_AUDIT_DAYS = env.float("STORAGE_AUDIT_DAYS", default=30.0)
 STORAGE_AUDIT_INTERVAL = env.float("STORAGE_AUDIT_INTERVAL", default=3600.0)
 STORAGE_CHECK_INTERVAL = env.float("STORAGE_CHECK_INTERVAL", default=60.0)
+# Seconds between two gatherings of the workers' and queues' state for the monitoring page (asking the
+# broker takes seconds; the page shows the last answer and its age).
+MONITORING_BROKER_INTERVAL = env.float("MONITORING_BROKER_INTERVAL", default=15.0)
 STORAGE_COPY_STALE_SECONDS = env.int("STORAGE_COPY_STALE_SECONDS", default=120)
 STORAGE_REPAIR_BATCH = env.int("STORAGE_REPAIR_BATCH", default=500)
 
@@ -414,6 +417,7 @@ CELERY_BEAT_SCHEDULE = {
     "harvest-launcher": {"task": "harvest.launch_due", "schedule": HARVEST_LAUNCHER_INTERVAL},
     "harvest-watchdog": {"task": "harvest.fail_stalled", "schedule": 60.0},
     "storage-check": {"task": "storage.check", "schedule": STORAGE_CHECK_INTERVAL},
+    "monitoring-broker": {"task": "harvest.gather_broker", "schedule": MONITORING_BROKER_INTERVAL},
     "storage-audit": {"task": "storage.audit", "schedule": STORAGE_AUDIT_INTERVAL},
 }
 CELERY_TIMEZONE = TIME_ZONE
@@ -447,3 +451,6 @@ LOGGING = {
         "django_auth_ldap": {"level": env("LDAP_LOG_LEVEL", default="WARNING")},
     },
 }
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    # The demo's broker has no host, and kombu warns about it on every connection: nothing to do.
+    LOGGING["loggers"]["kombu.connection"] = {"level": "ERROR"}

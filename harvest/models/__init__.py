@@ -10,6 +10,7 @@ from harvest.models.definitions import (
 )
 from harvest.models.domains import UNLIMITED, Domain, DomainConfiguration, SeedList
 from harvest.models.jobs import ExternalLink, HarvestInfo, HarvestRun, Job, JobConfiguration
+from harvest.models.monitoring import BrokerSnapshot
 from harvest.models.preload import (
     PreloadDomain,
     PreloadEntry,
@@ -24,6 +25,7 @@ from harvest.models.templates import HarvestTemplate
 
 __all__ = [
     "UNLIMITED",
+    "BrokerSnapshot",
     "BudgetMapping",
     "CollectionMapping",
     "Dimension",

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
 
 from celery import current_app
 from django.conf import settings
+from django.utils import timezone
 
 from harvest import hooks
-from harvest.models import HarvestChannel
+from harvest.models import BrokerSnapshot, HarvestChannel
 
 logger = logging.getLogger(__name__)
 
@@ -152,3 +154,41 @@ def consumers_by_queue(queues: QueueLengths, health: WorkerHealth) -> None:
     """Name, on each queue, the workers consuming it."""
     for queue in queues.queues:
         queue.consumers = [worker.name for worker in health.workers if queue.name in worker.queues]
+
+
+# Gathered in the background ---------------------------------------------------------------------
+
+
+@dataclass
+class BrokerView:
+    """What the monitoring page shows of the broker: the last gathering, and how old it is."""
+
+    health: WorkerHealth | None
+    queues: QueueLengths | None
+    taken_at: datetime | None
+    age: float | None  # seconds
+    stale: bool  # older than three gatherings: the beat (or its worker) is probably not running
+
+
+def gather(app=None) -> tuple[dict, dict]:
+    """Ask the broker (seconds, with short timeouts): the workers' health and the queues, as dicts."""
+    health = worker_health(app)
+    queues = queue_lengths(app)
+    consumers_by_queue(queues, health)
+    return asdict(health), asdict(queues)
+
+
+def broker_view(now=None) -> BrokerView:
+    """The last gathering (harvest.services.monitoring.broker_snapshot_take), read in one query."""
+    snapshot = BrokerSnapshot.objects.filter(pk=1).first()
+    if snapshot is None:
+        return BrokerView(None, None, None, None, stale=True)
+    health = WorkerHealth(
+        **{**snapshot.health, "workers": [Worker(**w) for w in snapshot.health.get("workers", [])]}
+    )
+    queues = QueueLengths(
+        **{**snapshot.queues, "queues": [QueueLength(**q) for q in snapshot.queues.get("queues", [])]}
+    )
+    age = max(0.0, ((now or timezone.now()) - snapshot.taken_at).total_seconds())
+    stale = age > 3 * settings.MONITORING_BROKER_INTERVAL + 30
+    return BrokerView(health, queues, snapshot.taken_at, age, stale=stale)

@@ -2,7 +2,9 @@
 and what failed in the last day with a plain explanation of each failure (harvest.monitoring).
 
 The page polls itself with htmx every POLL_SECONDS: a request with the ``HX-Request`` header gets
-the live part only. Asking the broker takes at most a few seconds (short timeouts), and a broker
+the live part only. Asking the broker takes seconds, so the page never does: the beat gathers the
+workers' and queues' state every MONITORING_BROKER_INTERVAL seconds (``harvest.gather_broker``), and
+the page shows the last gathering with its age (and asks for a new one when it is stale). A broker
 that cannot be reached is shown as such.
 """
 
@@ -13,6 +15,7 @@ from harvest import hooks, monitoring
 from harvest.models import Job
 from harvest.views.jobs import RunningJobsView, url_bar
 from webarchive.permissions import VIEW, Area
+from webarchive.tasks import enqueue
 from webarchive.views import AreaRequiredMixin, htmx_response
 
 POLL_SECONDS = 10
@@ -34,15 +37,16 @@ class MonitoringView(AreaRequiredMixin, TemplateView):
         running = list(RunningJobsView.queryset[:RUNNING_SHOWN])
         for job in running:
             job.url_bar = url_bar(job.urls_done, job.urls_queued)
-        health = monitoring.worker_health()
-        queues = monitoring.queue_lengths()
-        monitoring.consumers_by_queue(queues, health)
+        broker = monitoring.broker_view()
+        if broker.stale:  # never gathered, or the beat is not running: ask for one, without waiting
+            enqueue("harvest.gather_broker")
         context.update(
             {
                 "running": running,
                 "running_count": RunningJobsView.queryset.count(),
-                "health": health,
-                "queues": queues,
+                "broker": broker,
+                "health": broker.health,
+                "queues": broker.queues,
                 "failures": monitoring.recent_failures(),
                 # What the apps above add to the page (storage: its alerts).
                 "panels": hooks.monitoring_panels.collect(),

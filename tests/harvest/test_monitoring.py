@@ -10,6 +10,7 @@ RabbitMQ (PostgreSQL only, as the other worker tests).
 
 from __future__ import annotations
 
+import re
 import socket
 from datetime import timedelta
 
@@ -23,8 +24,9 @@ from harvest.crawler.crawllog import ERROR_STATUS, NO_ANSWER, error_annotation, 
 from harvest.crawler.fetch import classify_error
 from harvest.crawler.outcomes import FetchError
 from harvest.crawler.site import SiteCrawl
-from harvest.models import Job, JobConfiguration
+from harvest.models import BrokerSnapshot, Job, JobConfiguration
 from harvest.services.crawls import job_stop, jobs_fail_stalled, site_crawl_begin
+from harvest.services.monitoring import broker_snapshot_take
 from harvest.worker import run_site_crawl
 from storage.services.nodes import node_create
 from tests.crawl_worker import BROKER_URL, _reset_pools, wait_for
@@ -380,6 +382,7 @@ def test_an_engineer_sees_the_failures_explained_and_the_storage(as_role, testsi
     Job.objects.filter(pk=job.pk).update(
         status=JobStatus.FAILED, errors="The disk caught fire", ended_at=timezone.now()
     )
+    broker_snapshot_take()  # what the beat gathers in the background
     client = as_role(Role.ENGINEER)
     response = client.get(URL)
     assert response.status_code == 200
@@ -408,6 +411,7 @@ def test_a_broker_that_cannot_be_reached_is_a_message_not_an_error(as_role):
     try:
         health = monitoring.worker_health()
         assert not health.reachable and health.error
+        broker_snapshot_take()
         response = as_role(Role.ENGINEER).get(URL)
     finally:
         app.conf.broker_url, app.conf.broker_transport_options = saved
@@ -417,6 +421,36 @@ def test_a_broker_that_cannot_be_reached_is_a_message_not_an_error(as_role):
     assert 'id="broker-unreachable"' in html
     assert "The broker cannot be reached" in html
     assert 'id="queues-unknown"' in html
+
+
+@pytest.mark.django_db
+def test_the_page_never_asks_the_broker_itself_and_says_how_old_its_answer_is(
+    as_role, monkeypatch, django_capture_on_commit_callbacks
+):
+    client = as_role(Role.ENGINEER)
+
+    def no_asking(*args, **kwargs):
+        raise AssertionError("the page asked the broker")
+
+    # Never gathered: the page says so, and asks the beat's task for a gathering (it does not wait).
+    with monkeypatch.context() as patch:
+        patch.setattr("harvest.monitoring.workers.worker_health", no_asking)
+        patch.setattr("harvest.monitoring.workers.queue_lengths", no_asking)
+        with django_capture_on_commit_callbacks(execute=False) as sent:
+            html = client.get(URL).content.decode()
+    assert 'id="broker-not-gathered"' in html and len(sent) == 1
+    # Gathered: shown with its age, and no new gathering is asked for.
+    snapshot = broker_snapshot_take()
+    with monkeypatch.context() as patch:
+        patch.setattr("harvest.monitoring.workers.worker_health", no_asking)
+        with django_capture_on_commit_callbacks(execute=False) as sent:
+            html = client.get(URL).content.decode()
+    assert re.search(r'id="broker-age">As the broker said \d+ s ago<', html) and sent == []
+    # Old: said to be old, and a gathering is asked for.
+    BrokerSnapshot.objects.filter(pk=snapshot.pk).update(taken_at=timezone.now() - timedelta(minutes=10))
+    with django_capture_on_commit_callbacks(execute=False) as sent:
+        html = client.get(URL).content.decode()
+    assert "As the broker said 600 s ago — not gathered since" in html and len(sent) == 1
 
 
 @pytest.mark.django_db
@@ -468,7 +502,9 @@ def test_a_real_worker_is_online_with_its_queues(crawl_worker, client):
     assert queues.reachable
     assert {queue.name: queue.waiting for queue in queues.queues}["crawl-high"] == 0
     client.force_login(UserFactory(roles=[Role.ENGINEER]))
+    broker_snapshot_take()  # the beat's task, gathered here at once
     html = client.get(URL).content.decode()
     assert f'data-worker="{worker.name}"' in html
+    assert "As the broker said" in html
     crawl_worker.stop()
     assert monitoring.worker_health().workers == []
