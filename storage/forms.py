@@ -11,7 +11,9 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from harvest.models import HarvestDefinition, Job
 from storage.models import HARVEST_NOTE_MAX_LENGTH
+from storage.services.dedup_runs import ArchiveSelection
 from webarchive.forms import BootstrapMixin
 
 MAX_URL_LENGTH = 2000
@@ -149,12 +151,30 @@ class SiteNoteForm(BootstrapMixin, forms.Form):
 
 
 class DedupRunForm(BootstrapMixin, forms.Form):
-    """What a run is started with; the paths are checked by the service (dedup_run_start)."""
+    """What a run is started with: files of the archive (read from the storage nodes) and paths; the
+    paths are checked by the service (dedup_run_start)."""
 
+    job = forms.ModelChoiceField(
+        queryset=Job.objects.all(),
+        required=False,
+        widget=forms.NumberInput(attrs={"min": 1}),
+        label=_("The files of the job number"),
+    )
+    harvest_definition = forms.ModelChoiceField(
+        queryset=HarvestDefinition.objects.order_by("name"),
+        required=False,
+        label=_("The files of the harvest definition"),
+    )
+    since = forms.DateField(required=False, label=_("The files closed from"))
+    until = forms.DateField(required=False, label=_("to (included)"))
     inputs = forms.CharField(
         label=_("WARC/ARC files or directories"),
+        required=False,
         widget=forms.Textarea(attrs={"rows": 5, "class": "font-monospace"}),
-        help_text=_("One absolute path a line; directories are walked."),
+        help_text=_(
+            "One absolute path a line; directories are walked. Optional when files of the archive are "
+            "chosen above (read from their storage nodes)."
+        ),
     )
     out_dir = forms.CharField(
         label=_("Output directory"),
@@ -174,3 +194,19 @@ class DedupRunForm(BootstrapMixin, forms.Form):
     def clean_inputs(self) -> list[str]:
         lines = [line.strip() for line in self.cleaned_data["inputs"].splitlines()]
         return [line for line in lines if line]
+
+    def clean(self):
+        data = super().clean()
+        since, until = data.get("since"), data.get("until")
+        if since and until and since > until:
+            self.add_error("until", _("The period ends before it begins."))
+        return data
+
+    def archive_selection(self) -> ArchiveSelection:
+        data = self.cleaned_data
+        return ArchiveSelection(
+            job=data["job"].pk if data.get("job") else None,
+            harvest_definition=data["harvest_definition"].pk if data.get("harvest_definition") else None,
+            since=data.get("since"),
+            until=data.get("until"),
+        )

@@ -11,6 +11,7 @@ whose files are kept until an engineer retires them (:func:`warc_file_retire`).
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import gzip
 import hashlib
 import os
@@ -31,7 +32,7 @@ from storage.dedup.pipeline import DRY_RUN_STAGES, STAGES, Options, Pipeline, Pi
 from storage.models import DEDUP_RUN_TRANSITIONS as DEDUP_RUN_TRANSITIONS  # the table, where pages read it
 from storage.models import Capture, DedupRun, StorageEvent, WarcFile
 from storage.services.indexing import IndexConflict, warc_file_index
-from storage.services.replication import warc_file_open
+from storage.services.replication import warc_file_local_path, warc_file_open
 from storage.warcindex import WarcReadError, archive_files
 from webarchive.permissions import ADD, CHANGE, require
 from webarchive.runs import Runner
@@ -64,10 +65,59 @@ def run_stages(run: DedupRun) -> tuple[str, ...]:
 # Starting -----------------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True)
+class ArchiveSelection:
+    """WARC files of the archive to deduplicate, read from the storage nodes: those of a job, of a
+    harvest definition's jobs, or closed in a period (the criteria given are all applied)."""
+
+    job: int | None = None
+    harvest_definition: int | None = None
+    since: datetime.date | None = None
+    until: datetime.date | None = None  # inclusive
+
+    def __bool__(self) -> bool:
+        return any(value is not None for value in dataclasses.astuple(self))
+
+    def files(self):
+        """The WarcFiles chosen: closed, not replaced by a deduplicated copy already, oldest first."""
+        files = WarcFile.objects.filter(closed_at__isnull=False, replaced_by__isnull=True)
+        if self.job is not None:
+            files = files.filter(job_id=self.job)
+        if self.harvest_definition is not None:
+            files = files.filter(job__harvest_definition_id=self.harvest_definition)
+        if self.since is not None:
+            files = files.filter(closed_at__date__gte=self.since)
+        if self.until is not None:
+            files = files.filter(closed_at__date__lte=self.until)
+        return files.order_by("closed_at", "pk")
+
+
+def archive_inputs(selection: ArchiveSelection, errors: list[str]) -> list[Path]:
+    """The local paths of the files a selection chooses, read from their storage nodes' replicas; a file
+    with no copy reachable from here, or a selection with no file, goes to ``errors``."""
+    paths, unreachable = [], []
+    files = list(selection.files())
+    for warc in files:
+        path = warc_file_local_path(warc)
+        if path is None:
+            unreachable.append(warc.name)
+        else:
+            paths.append(path)
+    if not files:
+        errors.append(_("The archive has no closed WARC file for this job, harvest definition or period."))
+    if unreachable:
+        errors.append(
+            _("No copy of %(count)d file(s) can be read from this machine: %(names)s.")
+            % {"count": len(unreachable), "names": ", ".join(unreachable[:10])}
+        )
+    return paths
+
+
 def dedup_run_start(
     *,
     inputs: list[str | Path],
     out_dir: str | Path,
+    archive: ArchiveSelection | None = None,
     options: dict | None = None,
     dry_run: bool = False,
     register_output: bool = True,
@@ -77,13 +127,17 @@ def dedup_run_start(
     """Check the inputs and the output directory, record a queued run, and send it to the workers.
 
     A user (the pages) may only name paths under :func:`allowed_roots`; ``user=None`` is the system
-    (``dedup_warcs``), trusted with any path. ``enqueue=False`` leaves the running to the caller.
+    (``dedup_warcs``), trusted with any path. ``archive`` adds the archive's own files (a job's, a
+    harvest definition's, a period's), read from their replicas on the storage nodes wherever those
+    are. ``enqueue=False`` leaves the running to the caller.
     Bad input raises ValidationError at the field it concerns and changes nothing.
     """
     require(user, ADD, DedupRun)
     roots = allowed_roots() if user is not None else None
     errors: dict[str, list[str]] = defaultdict(list)
-    files = _input_files(inputs, roots, errors["inputs"])
+    files = _input_files(inputs, roots, errors["inputs"], required=not archive)
+    if archive:
+        files = list(dict.fromkeys([*files, *archive_inputs(archive, errors["archive"])]))
     out = _output_dir(out_dir, roots, errors["out_dir"])
     try:
         pipeline_options = Options(**(options or {}))
@@ -117,11 +171,18 @@ def dedup_run_start(
     return run
 
 
-def _input_files(inputs: list[str | Path], roots: list[Path] | None, errors: list[str]) -> list[Path]:
+def _input_files(
+    inputs: list[str | Path], roots: list[Path] | None, errors: list[str], *, required: bool = True
+) -> list[Path]:
     """The WARC/ARC files named (directories walked), in order, each once; problems go to ``errors``."""
     files: list[Path] = []
-    if not inputs:
-        errors.append(_("Give at least one WARC or ARC file or directory."))
+    if not inputs and required:
+        errors.append(
+            _(
+                "Give at least one WARC or ARC file or directory, or choose files of the archive (a job, a "
+                "harvest definition or a period)."
+            )
+        )
     for given in inputs:
         path = Path(given).expanduser()
         if not path.is_absolute() and roots is not None:

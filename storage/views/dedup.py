@@ -64,7 +64,8 @@ class DedupRunListView(PermittedActionsMixin, DedupAreaMixin, ObjectListView):
 
 
 class DedupRunStartView(DedupAreaMixin, ServiceFormView):
-    """Start a run on files under the allowed directories; it is sent to the workers."""
+    """Start a run on files of the archive (a job's, a definition's, a period's, read from the storage
+    nodes) and files under the allowed directories; it is sent to the workers."""
 
     model_permission = (ADD, DedupRun)
     permission_denied_message = gettext_lazy("Only crawl engineers may start deduplication runs.")
@@ -82,6 +83,7 @@ class DedupRunStartView(DedupAreaMixin, ServiceFormView):
         data = form.cleaned_data
         run = dedup_run_start(
             inputs=data["inputs"],
+            archive=form.archive_selection(),
             out_dir=data["out_dir"],
             options={"recompute_digests": data["recompute_digests"], "include_empty": data["include_empty"]},
             dry_run=data["dry_run"],

@@ -79,6 +79,32 @@ def test_starting_a_run_queues_it_and_shows_its_page(as_role, root, django_captu
     assert 'hx-trigger="every 3s"' in page
 
 
+def test_a_run_on_a_harvest_definitions_files_from_the_form(as_role, root):
+    from tests.harvest.crawljobs import job_for_sites
+
+    job = job_for_sites([("example.com", "http://example.com/")])
+    for name in ("first.warc.gz", "second.warc.gz"):
+        warc_file_index(path=root / "in" / name, job_id=job.pk)
+    client = as_role(Role.ENGINEER)
+    form = client.get(reverse("storage:dedup_start")).content.decode()
+    assert 'name="harvest_definition"' in form and 'name="job"' in form and 'name="since"' in form
+    bad = client.post(
+        reverse("storage:dedup_start"),
+        {"job": "999999", "since": "2026-02-01", "until": "2026-01-01", "out_dir": f"{root}/out"},
+    )
+    html = bad.content.decode()
+    assert "Select a valid choice" in field_html(html, "job")
+    assert "The period ends before it begins." in field_html(html, "until")
+    assert not DedupRun.objects.exists()
+    response = client.post(
+        reverse("storage:dedup_start"),
+        {"harvest_definition": job.harvest_definition_id, "out_dir": f"{root}/out", "dry_run": "on"},
+    )
+    run = DedupRun.objects.get()
+    assert response.status_code == 302
+    assert sorted(Path(path).name for path in run.inputs) == ["first.warc.gz", "second.warc.gz"]
+
+
 def test_a_running_run_shows_its_stage_and_units_live(as_role, root):
     client = as_role(Role.ENGINEER)
     run = dedup_run_start(inputs=[str(root / "in")], out_dir=str(root / "out"), enqueue=False)

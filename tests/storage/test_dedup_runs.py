@@ -318,3 +318,72 @@ def test_only_engineers_retire_files(replaced, user_with_role):
     with pytest.raises(PermissionDenied):
         warc_file_retire(warc_file_id=replaced.pk, user=user_with_role(Role.CURATOR))
     assert Path(replaced.path).exists()
+
+
+# Files of the archive, from the storage nodes --------------------------------------------------------
+
+
+def test_a_run_takes_a_jobs_files_from_the_storage_nodes(root, engineer, tmp_path):
+    """The files of a job, ingested onto the nodes and gone from the crawler's spool, are read from
+    their replicas; the output replaces them in the archive."""
+    from storage.services.dedup_runs import ArchiveSelection
+    from storage.services.ingest import ingest_advance
+    from tests.storage.storage_files import make_nodes
+
+    make_nodes(tmp_path / "nodes", "room-1", "room-2")
+    job = job_for_sites([("example.com", "http://example.com/")])
+    files = [
+        warc_file_index(path=root / "in" / name, job_id=job.pk).warc_file
+        for name in ("first.warc.gz", "second.warc.gz")
+    ]
+    other = job_for_sites([("example.org", "http://example.org/")])
+    for warc in files:
+        ingest_advance(warc.pk)
+        warc.refresh_from_db()
+        assert warc.replicas.count() == 2
+    # Once ingested, the spool copies are gone: only the nodes have the files.
+    assert not (root / "in" / "first.warc.gz").exists() and not (root / "in" / "second.warc.gz").exists()
+    out = root / "out"
+    run = dedup_run_start(
+        inputs=[], archive=ArchiveSelection(job=job.pk), out_dir=str(out), user=engineer, enqueue=False
+    )
+    assert sorted(Path(path).name for path in run.inputs) == ["first.warc.gz", "second.warc.gz"]
+    assert all(str(tmp_path / "nodes") in path for path in run.inputs)
+    run = drive(run)
+    assert run.state == DedupRun.State.VALIDATED
+    assert run.summary["totals"]["duplicates"] == 2  # the logo's second and third captures
+    for warc in files:
+        warc.refresh_from_db()
+        assert warc.replaced_by is not None
+
+    # Bad selections change nothing and say why.
+    with pytest.raises(ValidationError) as excinfo:
+        dedup_run_start(
+            inputs=[], archive=ArchiveSelection(job=other.pk), out_dir=str(root / "o2"), user=engineer
+        )
+    assert field_errors(excinfo) == {
+        "archive": ["The archive has no closed WARC file for this job, harvest definition or period."]
+    }
+    with pytest.raises(ValidationError) as excinfo:
+        dedup_run_start(inputs=[], out_dir=str(root / "o3"), user=engineer)
+    assert "choose files of the archive" in field_errors(excinfo)["inputs"][0]
+    assert DedupRun.objects.count() == 1
+
+
+def test_a_file_with_no_reachable_copy_is_named(root, engineer, tmp_path):
+    from storage.services.dedup_runs import ArchiveSelection
+
+    job = job_for_sites([("example.com", "http://example.com/")])
+    warc = warc_file_index(path=root / "in" / "first.warc.gz", job_id=job.pk).warc_file
+    (root / "in" / "first.warc.gz").unlink()  # not ingested, and gone from the spool
+    with pytest.raises(ValidationError) as excinfo:
+        dedup_run_start(
+            inputs=[],
+            archive=ArchiveSelection(harvest_definition=job.harvest_definition_id),
+            out_dir=str(root / "out"),
+            user=engineer,
+        )
+    assert field_errors(excinfo) == {
+        "archive": [f"No copy of 1 file(s) can be read from this machine: {warc.name}."]
+    }
+    assert not DedupRun.objects.exists()

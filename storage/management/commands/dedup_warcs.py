@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import datetime
 import time
 from pathlib import Path
 
@@ -9,10 +11,12 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.template.defaultfilters import filesizeformat
 
+from harvest.models import HarvestDefinition
 from storage.dedup.pipeline import Pipeline, PipelineError, run
 from storage.models import DedupRun
 from storage.services.dedup_runs import (
     RUNNER,
+    ArchiveSelection,
     dedup_run_begin,
     dedup_run_end,
     dedup_run_progress,
@@ -20,7 +24,17 @@ from storage.services.dedup_runs import (
     run_stages,
 )
 
-STOP_CHECK_SECONDS = 2.0  # how often the run's row is read for a stop asked from the pages
+STOP_CHECK_SECONDS = 2.0
+
+
+def _date(text: str) -> datetime.date:
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"“{text}” is not a date (YYYY-MM-DD)") from None
+
+
+# how often the run's row is read for a stop asked from the pages
 
 
 class Command(BaseCommand):
@@ -51,20 +65,34 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-register", action="store_true", help="Validate the output but leave the archive as it is."
         )
+        archive = parser.add_argument_group(
+            "files of the archive, read from the storage nodes (the criteria given are all applied)"
+        )
+        archive.add_argument("--job", type=int, metavar="ID", help="the files of this job")
+        archive.add_argument(
+            "--definition", metavar="NAME", help="the files of the jobs of this harvest definition"
+        )
+        archive.add_argument("--since", type=_date, metavar="YYYY-MM-DD", help="files closed on or after")
+        archive.add_argument("--until", type=_date, metavar="YYYY-MM-DD", help="files closed on or before")
 
     def handle(
         self, *args, paths, out, dry_run, workers, recompute_digests, include_empty, no_register, **opts
     ):
         if workers < 1:
             raise CommandError(f"--workers {workers}: give 1 or more.")
+        archive = self.archive_selection(opts)
         record = self.resumable(out)
         if record is None:
-            if not paths:
-                raise CommandError("Give the WARC/ARC files or directories to deduplicate.")
+            if not paths and not archive:
+                raise CommandError(
+                    "Give the WARC/ARC files or directories to deduplicate, or files of the archive "
+                    "(--job, --definition, --since, --until)."
+                )
             options = {"recompute_digests": recompute_digests, "include_empty": include_empty}
             try:
                 record = dedup_run_start(
                     inputs=paths,
+                    archive=archive,
                     out_dir=out,
                     options=options,
                     dry_run=dry_run,
@@ -85,6 +113,22 @@ class Command(BaseCommand):
         completed, error = self.run_stages(record, workers)
         record = dedup_run_end(run_id=record.pk, completed=completed, error=error)
         self.report(record)
+
+    def archive_selection(self, opts) -> ArchiveSelection:
+        definition = None
+        if opts.get("definition"):
+            definition = HarvestDefinition.objects.filter(name=opts["definition"]).values_list(
+                "pk", flat=True
+            )
+            definition = definition.first()
+            if definition is None:
+                raise CommandError(f"No harvest definition named “{opts['definition']}”.")
+        return ArchiveSelection(
+            job=opts.get("job"),
+            harvest_definition=definition,
+            since=opts.get("since"),
+            until=opts.get("until"),
+        )
 
     def resumable(self, out: str) -> DedupRun | None:
         """The run that already uses ``out``, if it may be resumed here; None if there is none."""
