@@ -1,8 +1,10 @@
-"""Anonymous users are sent to the login page everywhere but the login page itself."""
+"""Anonymous users are sent to the login page everywhere but the login page itself; a person who
+chose an interface language gets it on every page, whatever the browser says."""
 
 from django.conf import settings
 from django.contrib.auth import middleware as auth_middleware
 from django.shortcuts import resolve_url
+from django.utils import translation
 from rest_framework.views import APIView
 
 
@@ -23,3 +25,29 @@ class LoginRequiredMiddleware(auth_middleware.LoginRequiredMiddleware):
     def get_login_url(self, view_func):
         # One login page for everything, the admin included (it would send to its own).
         return resolve_url(settings.LOGIN_URL)
+
+
+SESSION_LANGUAGE = "webarchive_language"  # the person's chosen language, read once per session
+
+
+class UserLanguageMiddleware:
+    """After authentication: the language the person chose (webarchive.models.UserPreference), read
+    from the database once per session, replaces the one LocaleMiddleware took from the cookie or the
+    browser. Visitors who are not logged in keep those."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated:
+            if SESSION_LANGUAGE not in request.session:
+                from webarchive.models import UserPreference
+
+                chosen = UserPreference.objects.filter(user=user).values_list("language", flat=True).first()
+                request.session[SESSION_LANGUAGE] = chosen or ""
+            language = request.session[SESSION_LANGUAGE]
+            if language:
+                translation.activate(language)
+                request.LANGUAGE_CODE = translation.get_language()
+        return self.get_response(request)

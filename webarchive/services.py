@@ -1,7 +1,10 @@
 """Writes on accounts: API tokens and demo users."""
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext as _
 from rest_framework.authtoken.models import Token
 
 from webarchive.permissions import Role, user_set_roles
@@ -29,3 +32,17 @@ def user_ensure(
     user.save()
     user_set_roles(user=user, roles=roles)
     return user
+
+
+def user_language_set(*, user, language: str):
+    """Remember the interface language a person chose ("" : their browser's); refuses another code."""
+    from webarchive.models import UserPreference
+
+    if language and language not in dict(settings.LANGUAGES):
+        raise ValidationError(
+            _("“%(code)s” is not a language of this site; choose one of: %(codes)s.")
+            % {"code": language, "codes": ", ".join(dict(settings.LANGUAGES))},
+            code="language",
+        )
+    preference, _created = UserPreference.objects.update_or_create(user=user, defaults={"language": language})
+    return preference

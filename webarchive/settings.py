@@ -233,6 +233,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The interface language a person chose, over the browser's (LocaleMiddleware's guess).
+    "webarchive.middleware.UserLanguageMiddleware",
     # Where the request comes from (a reading room?), for the access rules of captures.
     "storage.access.AccessAddressMiddleware",
     "webarchive.middleware.LoginRequiredMiddleware",

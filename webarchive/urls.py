@@ -14,6 +14,7 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("account/", views.AccountView.as_view(), name="account"),
     path("account/token/", views.TokenRegenerateView.as_view(), name="account-token"),
+    path("language/", views.LanguageView.as_view(), name="language"),
     path("selection/", include("selection.urls")),
     path("harvest/", include("harvest.urls")),
     # A job's quality review: reads the job (harvest) and its captures (storage), so storage serves it.

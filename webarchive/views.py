@@ -7,12 +7,15 @@ once (``PermittedActionsMixin.actions``); the generic views do the rest, always 
 ``next`` target is followed only through :func:`safe_next_url`.
 """
 
+from django.conf import settings
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.mixins import AccessMixin
 from django.core.exceptions import ImproperlyConfigured, PermissionDenied, ValidationError
-from django.http import Http404
+from django.http import Http404, HttpResponseBadRequest
 from django.shortcuts import redirect, resolve_url
 from django.utils.cache import patch_vary_headers
+from django.utils.decorators import method_decorator
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext_lazy as _
 from django.views.generic import DetailView, FormView, ListView, TemplateView, View
@@ -21,6 +24,7 @@ from rest_framework.authtoken.models import Token
 from webarchive import home
 from webarchive.forms import add_bootstrap_classes
 from webarchive.history import history_entries
+from webarchive.middleware import SESSION_LANGUAGE
 from webarchive.navigation import pages_for, saved_searches_for
 from webarchive.permissions import (
     VIEW,
@@ -33,7 +37,7 @@ from webarchive.permissions import (
     restrict,
     user_roles,
 )
-from webarchive.services import user_token_regenerate
+from webarchive.services import user_language_set, user_token_regenerate
 from webarchive.tables import Column, Table, display_value
 
 
@@ -277,6 +281,36 @@ class AccountView(TemplateView):
         context = super().get_context_data(**kwargs)
         context["token"] = Token.objects.filter(user=self.request.user).first()
         return context
+
+
+@method_decorator(login_not_required, name="dispatch")  # visitors choose their language too
+class LanguageView(View):
+    """Choose the interface language (POST ``language``, ``next``): remembered for the person (every
+    session, every browser) and in a cookie for a visitor who is not logged in. An empty choice goes
+    back to the browser's language."""
+
+    def post(self, request):
+        language = request.POST.get("language", "")
+        if language and language not in dict(settings.LANGUAGES):
+            return HttpResponseBadRequest(
+                _("“%(code)s” is not a language of this site.") % {"code": language[:20]},
+                content_type="text/plain; charset=utf-8",
+            )
+        if request.user.is_authenticated:
+            user_language_set(user=request.user, language=language)
+            request.session[SESSION_LANGUAGE] = language
+        response = redirect(safe_next_url(request, "home"))
+        if language:
+            response.set_cookie(
+                settings.LANGUAGE_COOKIE_NAME,
+                language,
+                max_age=settings.LANGUAGE_COOKIE_AGE,
+                samesite="Lax",
+                secure=request.is_secure(),
+            )
+        else:
+            response.delete_cookie(settings.LANGUAGE_COOKIE_NAME)
+        return response
 
 
 class TokenRegenerateView(View):
