@@ -7,12 +7,13 @@ BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: run test lint format demo migrate system-deps browser ldap clean help
+.PHONY: run test lint format messages demo migrate system-deps browser ldap clean help
 
 help:
 	@echo "make run    - set up and start the demo (web, workers, beat, replay) on http://127.0.0.1:8000/"
 	@echo "make test   - set up and run the test suite"
-	@echo "make lint   - ruff (lint + format check), the layers (import-linter) and the migrations check"
+	@echo "make lint   - ruff (lint + format check), the layers (import-linter), the migrations check and the translations"
+	@echo "make messages - extract the interface's strings into locale/ and compile the catalogues"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed (found %s)" % sys.version.split()[0])'
@@ -68,6 +69,11 @@ lint: $(VENV)/.installed-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/python manage.py makemigrations --check --dry-run --no-input
+	$(BIN)/python scripts/translations.py check
+
+# The translation catalogues (locale/fr): extract the strings (GNU gettext's xgettext), compile the .mo.
+messages: $(VENV)/.installed-dev
+	$(BIN)/python scripts/translations.py update
 
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix .
