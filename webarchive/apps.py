@@ -1,8 +1,17 @@
 from django.apps import AppConfig, apps
 from django.contrib.admin import apps as admin_apps
+from django.contrib.auth.signals import user_logged_in
 from django.db.models.signals import post_migrate
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
+
+
+def _remember_language(sender, request, user, **kwargs):
+    """At login, the language the person chose goes into the session (read once, not on each page)."""
+    from webarchive.middleware import remember_language
+
+    if request is not None and hasattr(request, "session"):
+        remember_language(request, user)
 
 
 def _sync_roles(sender, **kwargs):
@@ -36,6 +45,7 @@ class WebArchiveConfig(AppConfig):
         # New models get their permissions after their migration; keep the
         # role groups equal to webarchive.permissions.ROLE_PERMISSIONS.
         post_migrate.connect(_sync_roles, sender=self, dispatch_uid="webarchive.roles_sync")
+        user_logged_in.connect(_remember_language, dispatch_uid="webarchive.remember_language")
 
 
 class WebArchiveAdminConfig(admin_apps.AdminConfig):

@@ -30,9 +30,17 @@ class LoginRequiredMiddleware(auth_middleware.LoginRequiredMiddleware):
 SESSION_LANGUAGE = "webarchive_language"  # the person's chosen language, read once per session
 
 
+def remember_language(request, user) -> None:
+    """Keep the person's chosen language ("" : the browser's) in their session."""
+    from webarchive.models import UserPreference
+
+    chosen = UserPreference.objects.filter(user=user).values_list("language", flat=True).first()
+    request.session[SESSION_LANGUAGE] = chosen or ""
+
+
 class UserLanguageMiddleware:
-    """After authentication: the language the person chose (webarchive.models.UserPreference), read
-    from the database once per session, replaces the one LocaleMiddleware took from the cookie or the
+    """After authentication: the language the person chose (webarchive.models.UserPreference), put in
+    the session at login (webarchive.apps), replaces the one LocaleMiddleware took from the cookie or the
     browser. Visitors who are not logged in keep those."""
 
     def __init__(self, get_response):
@@ -41,11 +49,8 @@ class UserLanguageMiddleware:
     def __call__(self, request):
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated:
-            if SESSION_LANGUAGE not in request.session:
-                from webarchive.models import UserPreference
-
-                chosen = UserPreference.objects.filter(user=user).values_list("language", flat=True).first()
-                request.session[SESSION_LANGUAGE] = chosen or ""
+            if SESSION_LANGUAGE not in request.session:  # a session from before the login hook
+                remember_language(request, user)
             language = request.session[SESSION_LANGUAGE]
             if language:
                 translation.activate(language)

@@ -451,6 +451,8 @@ LOGGING = {
         "django": {"handlers": [], "propagate": True},
         "django.request": {"filters": ["client_errors_on_one_line"]},
         "django_auth_ldap": {"level": env("LDAP_LOG_LEVEL", default="WARNING")},
+        # django-axes says four lines at every successful login: its warnings (lockouts) are enough.
+        "axes": {"level": "WARNING"},
     },
 }
 if CELERY_BROKER_URL.startswith("filesystem://"):

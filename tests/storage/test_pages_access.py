@@ -277,7 +277,7 @@ def test_the_capture_rows_link_to_the_capture_page_and_to_replay(librarian, arch
     assert f'href="{capture.get_absolute_url()}"' in row
     assert f'href="{replay_url("http://example.com/a", "20230115090000")}"' in row
     assert 'href="/access/replay/20230115090000/http://example.com/a"' in row  # the entry decides
-    assert ">2023-01-15 09:00:00<" in row  # UTC, as the timestamp
+    assert ">2023-01-15 10:00:00<" in row  # in the site's time zone (Paris), the timestamp stays UTC
     assert ">200<" in row and ">text/html<" in row
 
 
@@ -392,7 +392,8 @@ def test_the_capture_page_shows_where_the_record_is_and_its_headers(client, arch
     response = client.get(capture.get_absolute_url())
     assert response.status_code == 200
     html = text(response)
-    assert 'id="timestamp14">20210320083000<' in html and "2021-03-20 08:30:00 UTC" in html
+    assert 'id="timestamp14">20210320083000<' in html and "2021-03-20 09:30:00" in html
+    assert "Times are in the Europe/Paris time zone." in html  # one time zone, said on every page
     assert f'id="digest">{capture.digest}<' in html and capture.digest.startswith("sha1:")
     assert f'id="record-id">{capture.record_id}<' in html
     assert f'href="{reverse("storage:warcfile_detail", kwargs={"pk": archive.pk})}"' in html

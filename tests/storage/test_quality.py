@@ -14,6 +14,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import timezone
 
 from harvest.models import DomainConfiguration
 from harvest.services.planning import definition_configurations_change
@@ -428,11 +429,11 @@ def test_the_page_shows_each_screenshot_beside_its_replay_and_capture(client, re
     home = capture_of(rendered, "urn:screenshot:https://www.shots.fr/")
     contact = capture_of(rendered, "urn:screenshot:http://shots.fr/contact")
     other = capture_of(rendered, "urn:screenshot:https://shots.fr/fr/accueil")
-    when = home.timestamp.strftime("%Y-%m-%d %H:%M")
+    when = timezone.localtime(home.timestamp).strftime("%Y-%m-%d %H:%M")  # the site's time zone
     assert figures(row) == [
-        (image_url(home), f"Screenshot of https://www.shots.fr/ as rendered at {when} UTC"),
-        (image_url(contact), f"Screenshot of http://shots.fr/contact as rendered at {when} UTC"),
-        (image_url(other), f"Screenshot of https://shots.fr/fr/accueil as rendered at {when} UTC"),
+        (image_url(home), f"Screenshot of https://www.shots.fr/ as rendered at {when}"),
+        (image_url(contact), f"Screenshot of http://shots.fr/contact as rendered at {when}"),
+        (image_url(other), f"Screenshot of https://shots.fr/fr/accueil as rendered at {when}"),
     ]
     replay = replay_url("https://www.shots.fr/", home.timestamp14)
     assert f'<a class="replay-link" href="{replay}" target="_blank" rel="noopener">replay</a>' in row
