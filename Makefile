@@ -64,7 +64,7 @@ ldap: $(VENV)/.installed system-deps
 test: $(VENV)/.installed-dev ldap
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-lint: $(VENV)/.installed-dev
+lint: $(VENV)/.installed-dev system-deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
