@@ -7,6 +7,9 @@ application's one CSV writer (webarchive.csvfiles), which escapes the cells a sp
 
 from __future__ import annotations
 
+import io
+import zipfile
+
 from django.http import HttpResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -20,7 +23,7 @@ from harvest.filtersets import StatisticsFilterSet
 from harvest.forms.reports import CompareForm, TableChoiceForm, YearForm
 from harvest.models import Dimension, JobStatistics
 from harvest.reports import TABLE_CHOICES, TABLES, ReportTable, report_table
-from webarchive.csvfiles import csv_response
+from webarchive.csvfiles import csv_response, csv_stream
 from webarchive.forms import add_bootstrap_classes
 from webarchive.permissions import VIEW, Area
 from webarchive.views import AreaRequiredMixin
@@ -237,9 +240,17 @@ class CompareView(ReportsMixin, TemplateView):
         if definition and run_a and run_b:
             runs = whole.filter(harvest_definition=definition)
             first, second = runs.filter(run__number=run_a), runs.filter(run__number=run_b)
+            existing = set(definition.runs.filter(number__in=[run_a, run_b]).values_list("number", flat=True))
+            missing = [
+                {"number": number, "exists": number in existing}
+                for number, found in ((run_a, first.exists()), (run_b, second.exists()))
+                if not found
+            ]
             context["runs"] = {
                 "definition": definition,
                 "numbers": (run_a, run_b),
+                # A run that does not exist (or has no statistics yet) is said so; nothing is compared.
+                "missing": missing,
                 "totals": (stats.totals(first), stats.totals(second)),
                 "found": (first.exists(), second.exists()),
                 "rows": side_by_side(
@@ -274,28 +285,31 @@ def _pair(label, current: dict | None, previous: dict | None) -> dict:
 
 
 class YearExportView(ReportsMixin, TemplateView):
-    """Every table of the reports for one year, in one CSV (a column names the table)."""
+    """Every table of the reports for one year: a zip of one CSV per table (``statistics-2026-mime.csv``
+    …), each with its own columns, as a spreadsheet opens them."""
 
     def get(self, request, *args, year: int, **kwargs):
         statistics = JobStatistics.objects.filter(year=year)
-        return csv_response(year_rows(statistics), f"statistics-{year}.csv")
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for name, rows in year_tables(statistics):
+                archive.writestr(f"statistics-{year}-{name}.csv", "".join(csv_stream(rows)).encode("utf-8"))
+        response = HttpResponse(buffer.getvalue(), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="statistics-{year}.zip"'
+        return response
 
 
 YEAR_TABLES = [name for name, _title in TABLE_CHOICES if name not in ("by-year",)]
 
 
-def year_rows(statistics):
-    """``table,key,label,urls,bytes,domains,jobs,…`` for every table of the year (whole jobs, collections)."""
-    columns = ["urls", "bytes", "new_bytes", "deduplicated_urls", "deduplicated_bytes", "domains", "jobs"]
-    yield ["table", "key", "label", *columns]
+def year_tables(statistics):
+    """(table name, its CSV rows, as the table's own download gives them) for every table of the year
+    (whole jobs; collections for by-collection)."""
     whole = statistics.filter(collection__isnull=True)
     for name in YEAR_TABLES:
         rows = statistics.filter(collection__isnull=False) if name == "by-collection" else whole
         table: ReportTable = report_table(name, rows, limit=100)
-        for row in table.rows:
-            values = {column.name: row.get(column.field) for column in table.columns}
-            key = row.get(table.key.field)
-            yield [name, key, row.get("label", key), *(values.get(column, "") for column in columns)]
+        yield name, table.csv_rows()
 
 
 app_name = "reports"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import zipfile
 from datetime import timedelta
 
 import pytest
@@ -183,14 +184,27 @@ def test_a_year_without_statistics_says_so(db, as_role):
 
 def test_the_year_export_holds_every_table_of_the_year(two_years, as_role):
     now, _, collection = two_years
-    response = as_role(Role.MANAGER).get(reverse("reports:year_export", kwargs={"year": now.ended_at.year}))
-    rows = read_csv(response)
-    assert rows[0][:4] == ["table", "key", "label", "urls"]
-    tables = {row[0] for row in rows[1:]}
-    assert {"mime", "status", "tld", "size-class", "seed-source", "by-kind", "by-collection"} <= tables
-    mime = {row[1]: row[3] for row in rows[1:] if row[0] == "mime"}
-    assert mime == {"text/html": "20", "image/png": "5"}
-    assert [row[2] for row in rows[1:] if row[0] == "by-collection"] == [collection.name]
+    year = now.ended_at.year
+    response = as_role(Role.MANAGER).get(reverse("reports:year_export", kwargs={"year": year}))
+    assert response["Content-Type"] == "application/zip"
+    assert response["Content-Disposition"] == f'attachment; filename="statistics-{year}.zip"'
+    archive = zipfile.ZipFile(io.BytesIO(response.content))
+    files = {
+        name.removeprefix(f"statistics-{year}-").removesuffix(".csv"): name for name in archive.namelist()
+    }
+    assert {"mime", "status", "tld", "size-class", "seed-source", "by-kind", "by-collection"} <= set(files)
+
+    def table(name):
+        text = archive.read(files[name]).decode("utf-8")
+        assert text.startswith("\ufeff")  # Excel reads it as UTF-8
+        return list(csv.reader(io.StringIO(text[1:], newline="")))
+
+    mime = table("mime")  # one table per file, with its own columns: no sparse columns of the others
+    assert mime[0][:2] == ["value", "urls"]
+    assert {row[0]: row[1] for row in mime[1:]} == {"text/html": "20", "image/png": "5"}
+    by_collection = table("by-collection")
+    assert by_collection[0][:3] == ["group", "jobs", "urls"]
+    assert [row[0] for row in by_collection[1:]] == [collection.name]
 
 
 def test_two_runs_side_by_side_and_the_form_refuses_half_a_comparison(db, as_role):
@@ -202,9 +216,16 @@ def test_two_runs_side_by_side_and_the_form_refuses_half_a_comparison(db, as_rol
         reverse("reports:compare"), {"harvest_definition": definition.pk, "run_a": 1, "run_b": 2}
     )
     html = HTMLParser(page.content.decode())
-    totals = html.css_first("#compare-run-totals")
-    assert [cell.attributes["data-value"] for cell in totals.css("tbody tr")[0].css("td")] == ["25", "0"]
-    assert "has no statistics for run 1 or run 2" in page.content.decode()
+    # Run 2 does not exist: said so, and nothing is compared (no "new" values against nothing).
+    assert html.css_first("#compare-runs-missing").text().strip() == (
+        f"{definition} has no run 2.Nothing is compared."
+    )
+    assert html.css_first("#compare-run-totals") is None
+    same = client.get(
+        reverse("reports:compare"), {"harvest_definition": definition.pk, "run_a": 1, "run_b": 1}
+    )
+    totals = HTMLParser(same.content.decode()).css_first("#compare-run-totals")
+    assert [cell.attributes["data-value"] for cell in totals.css("tbody tr")[0].css("td")] == ["25", "25"]
 
     half = client.get(reverse("reports:compare"), {"run_a": 1})
     assert "Choose the harvest definition whose runs to compare." in half.content.decode()
@@ -335,7 +356,13 @@ def exported_tables(client, year: int) -> dict[str, list[list[str]]]:
         name: read_csv(client.get(url, {"table": name, "year": year, "export": "csv"}))
         for name, _title in TABLE_CHOICES
     }
-    tables["year"] = read_csv(client.get(reverse("reports:year_export", kwargs={"year": year})))
+    archive = zipfile.ZipFile(
+        io.BytesIO(client.get(reverse("reports:year_export", kwargs={"year": year})).content)
+    )
+    for member in archive.namelist():
+        name = member.removeprefix(f"statistics-{year}-").removesuffix(".csv")
+        text = archive.read(member).decode("utf-8").removeprefix("\ufeff")
+        tables[f"year:{name}"] = list(csv.reader(io.StringIO(text, newline="")))
     return tables
 
 
@@ -358,11 +385,9 @@ def test_every_reports_csv_export_escapes_formulas_and_keeps_numbers(hostile_job
     assert set(mime) == {escaped_mime, MATH_MIME, MARKUP_MIME.lower(), "text/html"}
     assert mime[escaped_mime][1:] == ["2", "0.2000", "200", "1"]  # numbers as they were
     assert "'=cmd|' " in {row[0] for row in tables["mime-family"][1:]}
-    year = tables["year"]
-    assert ["mime", escaped_mime, escaped_mime, "2", "200", "", "", "", "1", ""] in year
-    assert {row[1] for row in year if row[0] == "by-definition"} == {escaped_name}
-    assert {row[2] for row in year if row[0] == "by-run"} == {f"{escaped_name} #1"}
-    assert {row[2] for row in year if row[0] == "by-collection"} == {f"'{FORMULA_COLLECTION}"}
+    # The year's zip: each table as its own download gives it, escaped the same way.
+    for name in ("mime", "by-definition", "by-run", "by-collection"):
+        assert tables[f"year:{name}"] == tables[name], name
 
 
 def test_the_statistics_csv_writes_numbers_as_numbers_unquoted(hostile_job, as_role):
