@@ -94,14 +94,14 @@ class JobTable(Table):
     columns = (
         Column("pk", _("Job"), template="harvest/cells/job.html"),
         Column("status", _("Status"), template="harvest/cells/job_status.html"),
-        Column("harvest_definition", _("Harvest definition"), link="harvest_definition"),
+        Column("harvest_definition", _("Harvest definition"), link="harvest_definition", css="text-break"),
         Column("run_number", _("Run"), template="harvest/cells/run_number.html"),
-        Column("channel", _("Channel")),
-        Column("domain_count", _("Domains")),
-        Column("expected_objects", _("Expected objects")),
-        Column("created_at", _("Created"), time_format=MINUTES),
-        Column("submitted_at", _("Submitted"), time_format=MINUTES),
-        Column("started_at", _("Started"), time_format=MINUTES),
+        Column("channel", _("Channel"), wide=True),
+        Column("domain_count", _("Domains"), wide=True),
+        Column("expected_objects", _("Expected objects"), wide=True),
+        Column("created_at", _("Created"), time_format=MINUTES, wide=True),
+        Column("submitted_at", _("Submitted"), time_format=MINUTES, wide=True),
+        Column("started_at", _("Started"), time_format=MINUTES, wide=True),
         Column("ended_at", _("Ended"), time_format=MINUTES),
     )
 

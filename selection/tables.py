@@ -11,7 +11,7 @@ from webarchive.tables import Column, Table
 SELECT = Column("pk", _("Select"), template="selection/cells/select.html", hidden_label=True)
 # The URL as people read it (an IDN host in Unicode), the stored punycode beside it.
 URL = Column("url", template="selection/cells/url.html", css="text-break")
-SETTINGS = (Column("budget"), Column("frequency"), Column("depth"))
+SETTINGS = (Column("budget", wide=True), Column("frequency", wide=True), Column("depth", wide=True))
 
 
 class CollectionTable(Table):
@@ -27,10 +27,10 @@ class RecordTable(Table):
         replace(SELECT, action=CHANGE),
         URL,
         Column("collection"),
-        Column("responsible"),
+        Column("responsible", wide=True),
         *SETTINGS,
         Column("status"),
-        Column("is_active"),
+        Column("is_active", wide=True),
     )
     empty = _("No record matches.")
 

@@ -56,7 +56,9 @@ class Column:
     (``hidden_label``: read by screen readers only, for a column of checkboxes or links);
     ``action``: the column is shown only to users permitted that action on the table's model
     (the checkboxes of a bulk edit), as :func:`webarchive.permissions.permitted` answers;
-    ``time_format``: how a date and time is written (``"Y-m-d H:i"`` where seconds do not matter).
+    ``time_format``: how a date and time is written (``"Y-m-d H:i"`` where seconds do not matter);
+    ``wide``: a secondary column, shown on screens from a tablet's width up, left out on a phone's
+    (the list stays readable there without scrolling sideways).
     """
 
     accessor: str
@@ -68,6 +70,12 @@ class Column:
     hidden_label: bool = False
     action: str | None = None
     time_format: str = "Y-m-d H:i:s"
+    wide: bool = False
+
+    @property
+    def screen_css(self) -> str:
+        """The classes that leave a wide column out on a phone's width."""
+        return "d-none d-md-table-cell" if self.wide else ""
 
     def header(self, model: type[models.Model] | None) -> Any:
         if self.label is not None:
