@@ -25,6 +25,7 @@ import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 
 import matplotlib
+from django.template.defaultfilters import filesizeformat
 from matplotlib.backends.backend_svg import FigureCanvasSVG
 from matplotlib.figure import Figure
 from matplotlib.text import Text
@@ -43,10 +44,15 @@ STYLE = {
 }
 COUNT_UNIT = ""  # counts (URLs, domains) have no unit
 MAX_SLICES = 7  # beyond this, a pie's smallest slices are summed as "other"
+MIN_SHARE = 0.03  # and so are slices smaller than this share of the whole (too thin to read)
+SHARE_SHOWN = 8  # per cent: a slice at least this large says its share inside it
 
 
 def human(value: float, unit: str = "") -> str:
-    """1234567 -> "1.2 M" (bytes: "1.2 MB"): the axis labels."""
+    """1234567 -> "1.2 M": the axis labels. Bytes are written as the tables and tiles write them
+    (Django's filesizeformat: powers of 1,024, one decimal), so that a chart and its numbers agree."""
+    if unit == "B":
+        return filesizeformat(value)
     for size, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
         if abs(value) >= size:
             return f"{value / size:.3g} {prefix}{unit}"
@@ -127,23 +133,37 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], *, title: str, uni
 
 
 def pie_chart(labels: Sequence[str], values: Sequence[float], *, title: str, other: str = "other") -> str:
-    """Shares of a whole (MIME families, seed sources); the smallest slices beyond seven are summed."""
-    pairs = sorted(zip(labels, values, strict=True), key=lambda pair: -pair[1])
-    if len(pairs) > MAX_SLICES:
-        pairs = [*pairs[: MAX_SLICES - 1], (other, sum(value for _label, value in pairs[MAX_SLICES - 1 :]))]
-    pairs = [(label, value) for label, value in pairs if value > 0]
+    """Shares of a whole (MIME families, seed sources). The smallest slices (beyond seven, or under 3 %)
+    are summed as ``other``; the labels are in a legend beside the pie, one a line, so that they never
+    overlap whatever the slices; a slice of 8 % or more says its share inside it."""
+    pairs = sorted(
+        ((label, value) for label, value in zip(labels, values, strict=True) if value > 0),
+        key=lambda pair: -pair[1],
+    )
+    total = sum(value for _label, value in pairs)
+    kept = [pair for pair in pairs[: MAX_SLICES - 1] if pair[1] >= MIN_SHARE * total]
+    rest = sum(value for _label, value in pairs[len(kept) :])
+    if len(pairs) == len(kept) + 1 and pairs[-1][1] >= MIN_SHARE * total:
+        kept, rest = pairs, 0  # the one left is shown as itself, not as "other"
+    pairs = [*kept, (other, rest)] if rest else kept
     with matplotlib.rc_context(STYLE):
         figure = _figure()
         axes = figure.add_subplot()
         if pairs:
-            axes.pie(
+            wedges, *_texts = axes.pie(
                 [value for _label, value in pairs],
-                labels=[str(label) for label, _value in pairs],
                 colors=COLOURS[: len(pairs)],
-                autopct=lambda share: f"{share:.0f} %" if share >= 3 else "",
+                autopct=lambda share: f"{share:.0f} %" if share >= SHARE_SHOWN else "",
                 startangle=90,
                 counterclock=False,
                 wedgeprops={"linewidth": 1, "edgecolor": "white"},
+            )
+            axes.legend(
+                wedges,
+                [str(label) for label, _value in pairs],
+                loc="center left",
+                bbox_to_anchor=(1.0, 0.5),
+                frameon=False,
             )
         axes.set_aspect("equal")
         axes.set_title(title, loc="left")

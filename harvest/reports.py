@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.template.defaultfilters import filesizeformat
+from django.utils.formats import number_format
 from django.utils.text import format_lazy
 from django.utils.translation import gettext_lazy as _
 
@@ -105,7 +106,7 @@ def shown(column: Column, value) -> str:
         hours, rest = divmod(int(value), 3600)
         return f"{hours} h {rest // 60:02d} min" if hours else f"{rest // 60} min {rest % 60:02d} s"
     if column.kind == COUNT:
-        return f"{value:,}"
+        return number_format(value, force_grouping=True)  # 1,234 in English, 1 234 in French
     return str(value)
 
 

@@ -415,3 +415,35 @@ def test_the_preload_statistics_csv_escapes_a_source_name_a_spreadsheet_would_ru
     rows = read_csv(as_role(Role.ENGINEER).get(reverse("harvest:preload_statistics", args=[run.pk])))
     assert ["source", "'-A1", "2", "2", "2", "0"] in rows
     assert_nothing_a_spreadsheet_would_run(rows)
+
+
+def test_a_pie_sums_its_thin_slices_and_lists_its_labels_beside_it():
+    labels = [f"type-{n}" for n in range(12)]
+    values = [500, 300, 100, 50, 20, 10, 8, 5, 3, 2, 1, 1]  # the last six are under 3 % each
+    svg = report_charts.pie_chart(labels, values, title="Shares", other="other")
+    texts = [node.text() for node in HTMLParser(svg).css("text")]
+    assert [text for text in texts if text.startswith("type-") or text == "other"] == [
+        "type-0",
+        "type-1",
+        "type-2",
+        "type-3",
+        "other",
+    ]  # one legend line each, in order: labels on thin slices would overlap
+    assert "50 %" in texts and "5 %" not in texts  # only the slices large enough say their share
+    # Two slices: both shown, no "other".
+    svg = report_charts.pie_chart(["a", "b"], [97, 3], title="Two", other="other")
+    assert "other" not in [node.text() for node in HTMLParser(svg).css("text")]
+
+
+def test_figures_are_written_one_way_on_tiles_tables_and_charts_and_in_the_page_s_language():
+    from django.template.defaultfilters import filesizeformat
+    from django.utils import translation
+
+    from harvest.reports import COUNT, Column, shown
+
+    assert report_charts.human(1_500_000, "B") == filesizeformat(1_500_000)  # the axis as the tiles
+    count = Column("urls", "URLs", "urls", COUNT)
+    with translation.override("en"):
+        assert shown(count, 1234567) == "1,234,567"
+    with translation.override("fr"):
+        assert shown(count, 1234567).replace("\u202f", " ").replace("\xa0", " ") == "1 234 567"
