@@ -91,7 +91,7 @@ STORAGE_AUDIT_INTERVAL = env.float("STORAGE_AUDIT_INTERVAL", default=3600.0)
 STORAGE_CHECK_INTERVAL = env.float("STORAGE_CHECK_INTERVAL", default=60.0)
 # Seconds between two gatherings of the workers' and queues' state for the monitoring page (asking the
 # broker takes seconds; the page shows the last answer and its age).
-MONITORING_BROKER_INTERVAL = env.float("MONITORING_BROKER_INTERVAL", default=15.0)
+MONITORING_BROKER_INTERVAL = env.float("MONITORING_BROKER_INTERVAL", default=30.0)
 STORAGE_COPY_STALE_SECONDS = env.int("STORAGE_COPY_STALE_SECONDS", default=120)
 STORAGE_REPAIR_BATCH = env.int("STORAGE_REPAIR_BATCH", default=500)
 
