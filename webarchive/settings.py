@@ -332,6 +332,11 @@ from webarchive.ldap_settings import *  # noqa: E402, F403  (AUTH_LDAP_* from th
 if AUTH_LDAP_SERVER_URI:  # noqa: F405
     AUTHENTICATION_BACKENDS.insert(1, "webarchive.ldap.RoleMappingLDAPBackend")
 
+from webarchive.oidc_settings import *  # noqa: E402, F403  (OIDC_* from the environment)
+
+if OIDC_RP_CLIENT_ID:  # noqa: F405
+    AUTHENTICATION_BACKENDS.insert(1, "webarchive.oidc.RoleMappingOIDCBackend")
+
 LANGUAGE_CODE = env("LANGUAGE_CODE", default="en")
 LANGUAGES = [("en", _("English")), ("fr", _("French"))]
 LOCALE_PATHS = [BASE_DIR / "locale"]

@@ -6,7 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from storage.views import replay_endpoints
-from webarchive import views
+from webarchive import oidc, views
 
 urlpatterns = [
     path("", views.HomeView.as_view(), name="home"),
@@ -40,6 +40,9 @@ urlpatterns = [
     path("api/", include("webarchive.api_urls")),
     path("admin/", admin.site.urls),
     path("i18n/", include("django.conf.urls.i18n")),
+    # Single sign-on (OpenID Connect), when configured (webarchive.oidc_settings).
+    path("oidc/authenticate/", oidc.LoginStartView.as_view(), name="oidc_authentication_init"),
+    path("oidc/callback/", oidc.LoginCallbackView.as_view(), name="oidc_authentication_callback"),
     # Area landing pages last: "/selection/" etc. list the pages of that area.
     path("<slug:area>/", views.AreaView.as_view(), name="area"),
 ]

@@ -324,3 +324,9 @@ class TokenRegenerateView(View):
 class LoginView(auth_views.LoginView):
     template_name = "registration/login.html"
     redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        # Single sign-on (OpenID Connect) beside the password form, when it is configured.
+        context["single_sign_on"] = settings.OIDC_PROVIDER_NAME if settings.OIDC_RP_CLIENT_ID else ""
+        return context
