@@ -13,7 +13,14 @@ from django.utils.translation import gettext_lazy as _
 
 from harvest.choices import HarvestKind, StopReason
 from harvest.models import Dimension, JobConfiguration, JobStatistics, StatisticLine
-from harvest.services.statistics import IP_ADDRESS, NO_ANSWER, SEED_SOURCES, UNKNOWN, size_classes
+from harvest.services.statistics import (
+    IP_ADDRESS,
+    NO_ANSWER,
+    SEED_SOURCES,
+    UNKNOWN,
+    size_class,
+    size_classes,
+)
 
 SUMS = (
     "urls",
@@ -126,18 +133,38 @@ def group_label(by: str, row: dict) -> str:
     raise ValueError(by)
 
 
+def sizes_of_domains(statistics) -> list[dict]:
+    """Domains by size class over these statistics: each domain harvested (URLs > 0) counted once, in
+    the class of all the URLs it yielded in them, so that the classes add up to the "domains
+    harvested" of :func:`totals` (a job's own statistics keep its per-job classes)."""
+    classes = {label: {"key": label, "urls": 0, "bytes": 0, "domains": 0} for label, _most in size_classes()}
+    domains = (
+        _sites(statistics)
+        .values("domain")
+        .annotate(urls=Sum("urls_done"), bytes=Sum("bytes_done"))
+        .filter(urls__gt=0)
+        .values_list("urls", "bytes")
+    )
+    for urls, size in domains.iterator(chunk_size=10_000):
+        row = classes[size_class(urls)]
+        row["urls"] += urls
+        row["bytes"] += size or 0
+        row["domains"] += 1
+    return [row for row in classes.values() if row["domains"]]
+
+
 def distribution(statistics, dimension: str) -> list[dict]:
     """URLs, bytes and domains per value of one dimension, with each value's share of the URLs."""
-    rows = list(
-        StatisticLine.objects.filter(statistics__in=statistics, dimension=dimension)
-        .values("key")
-        .annotate(urls=Sum("urls"), bytes=Sum("bytes"), domains=Sum("domains"))
-        .order_by("-urls", "key")
-    )
     if dimension == Dimension.SIZE_CLASS:
-        order = {label: number for number, (label, _most) in enumerate(size_classes())}
-        rows.sort(key=lambda row: order.get(row["key"], len(order)))
-    elif dimension in (Dimension.STATUS, Dimension.STATUS_CLASS):
+        rows = sizes_of_domains(statistics)  # smallest class first
+    else:
+        rows = list(
+            StatisticLine.objects.filter(statistics__in=statistics, dimension=dimension)
+            .values("key")
+            .annotate(urls=Sum("urls"), bytes=Sum("bytes"), domains=Sum("domains"))
+            .order_by("-urls", "key")
+        )
+    if dimension in (Dimension.STATUS, Dimension.STATUS_CLASS):
         rows.sort(key=lambda row: (row["key"] == NO_ANSWER, row["key"]))
     total = sum(row["urls"] for row in rows)
     for row in rows:

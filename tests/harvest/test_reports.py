@@ -447,3 +447,22 @@ def test_figures_are_written_one_way_on_tiles_tables_and_charts_and_in_the_page_
         assert shown(count, 1234567) == "1,234,567"
     with translation.override("fr"):
         assert shown(count, 1234567).replace("\u202f", " ").replace("\xa0", " ") == "1 234 567"
+
+
+def test_domains_harvested_is_what_the_size_classes_add_up_to(db, settings):
+    """A domain crawled by two jobs of a year is one domain, in the class of all its URLs; a domain
+    that yielded nothing is in no class (nor in the tile)."""
+    from harvest import selectors_statistics as statistics_of
+    from harvest.models import Dimension, JobStatistics
+
+    settings.REPORT_SIZE_CLASSES = [10, 10000]
+    first, _ = three_site_job()  # alpha 5 URLs, beta 20, gamma none
+    second, _ = three_site_job()  # the same three domains again
+    for job in (first, second):
+        job_statistics_compute(job_id=job.pk)
+    whole = JobStatistics.objects.filter(collection__isnull=True)
+    totals = statistics_of.totals(whole)
+    classes = statistics_of.distribution(whole, Dimension.SIZE_CLASS)
+    assert totals["domains"] == 2 == sum(row["domains"] for row in classes)
+    # alpha: 5 + 5 = 10 URLs over the year (< 10 is not it: 10-10,000); beta 40.
+    assert [(row["key"], row["domains"], row["urls"]) for row in classes] == [("10-10,000", 2, 50)]
