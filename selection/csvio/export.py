@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from django.utils import timezone
 
-from selection.csvio.columns import EXPORT_COLUMNS
+from selection.csvio.columns import EXPORT_COLUMNS, column_label
 from selection.models import Record
 from webarchive.csvfiles import ROWS_PER_CHUNK, csv_stream
 
@@ -48,10 +48,11 @@ def _record_cells(record: Record) -> list[str]:
     ]
 
 
-def records_csv_rows(queryset) -> Iterator[list[str]]:
+def records_csv_rows(queryset, *, labels: bool = False) -> Iterator[list[str]]:
     """The header, then one row per record (raw: not escaped), read a chunk at a time so that memory
-    stays flat."""
-    yield list(EXPORT_COLUMNS)
+    stays flat. ``labels``: the header names the columns as the interface does, in its language
+    (the import reads those back too); otherwise the stable keys."""
+    yield [column_label(key) for key in EXPORT_COLUMNS] if labels else list(EXPORT_COLUMNS)
     records = queryset.select_related(
         "collection", "responsible", "theme", "created_by", "modified_by"
     ).prefetch_related("keywords")
@@ -60,8 +61,9 @@ def records_csv_rows(queryset) -> Iterator[list[str]]:
 
 
 def records_csv_stream(
-    queryset, *, rows_per_chunk: int = ROWS_PER_CHUNK, delimiter: str = ","
+    queryset, *, rows_per_chunk: int = ROWS_PER_CHUNK, delimiter: str = ",", labels: bool = False
 ) -> Iterator[str]:
     """The CSV text of :func:`records_csv_rows`, BOM first, a few rows per chunk, formulas escaped;
     ``delimiter`` ``;`` for a spreadsheet on a French system."""
-    return csv_stream(records_csv_rows(queryset), rows_per_chunk=rows_per_chunk, delimiter=delimiter)
+    rows = records_csv_rows(queryset, labels=labels)
+    return csv_stream(rows, rows_per_chunk=rows_per_chunk, delimiter=delimiter)

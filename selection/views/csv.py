@@ -6,6 +6,7 @@ valid for an hour); the commit writes it. Both steps are plain forms: they
 work without JavaScript.
 """
 
+import itertools
 import json
 import secrets
 import time
@@ -68,9 +69,20 @@ class RecordExportView(AreaRequiredMixin, View):
                 status=400,
                 content_type="text/plain; charset=utf-8",
             )
+        headers = request.GET.get("headers", "keys")
+        if headers not in ("keys", "labels"):
+            return HttpResponse(
+                _("Unknown header style “%(headers)s”: choose keys or labels.") % {"headers": headers},
+                status=400,
+                content_type="text/plain; charset=utf-8",
+            )
+        # The CSV streams after this view returns: its header is written in the page's language now.
+        rows = csvio.records_csv_stream(
+            filterset.qs, delimiter=EXPORT_SEPARATORS[separator], labels=headers == "labels"
+        )
+        first = next(rows)
         response = StreamingHttpResponse(
-            csvio.records_csv_stream(filterset.qs, delimiter=EXPORT_SEPARATORS[separator]),
-            content_type="text/csv; charset=utf-8",
+            itertools.chain([first], rows), content_type="text/csv; charset=utf-8"
         )
         filename = timezone.localtime().strftime("records-%Y%m%d-%H%M.csv")
         response["Content-Disposition"] = f'attachment; filename="{filename}"'

@@ -1092,3 +1092,25 @@ def test_names_typed_with_decomposed_accents_match(librarian, collection):
     preview = preview_of(text.encode("utf-8"), librarian, collection)
     assert errors_by_line(preview) == {}
     assert preview.rows[0].cleaned["theme"] == collection.themes.get(name="Économie").pk
+
+
+def test_an_export_with_named_columns_in_french_imports_back(client, librarian, collection):
+    from django.utils import translation
+
+    record = RecordFactory(collection=collection, theme=collection.themes.get(name="Politics"))
+    client.force_login(librarian)
+    response = client.get(
+        reverse("selection:record_export"),
+        {"separator": "semicolon", "headers": "labels"},
+        HTTP_ACCEPT_LANGUAGE="fr",
+    )
+    text = b"".join(response.streaming_content).decode("utf-8-sig")
+    header = text.splitlines()[0].split(";")
+    with translation.override("fr"):
+        assert header == [csvio.column_label(key) for key in EXPORT_COLUMNS]
+        assert "URL supplémentaires" in header and "bibliothécaire responsable" in header
+        preview = preview_of(text, librarian, collection)
+    assert preview.errors == [] and errors_by_line(preview) == {}
+    assert [(row.action, row.cleaned["record"]) for row in preview.rows] == [("unchanged", record.pk)]
+    refused = client.get(reverse("selection:record_export"), {"headers": "fancy"})
+    assert refused.status_code == 400
