@@ -15,10 +15,11 @@ import os
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import date, datetime
 
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import ExtractMonth, ExtractYear
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
@@ -83,8 +84,8 @@ class MonthCount:
     count: int
 
     @property
-    def first_day(self) -> datetime:
-        return datetime(self.year, self.month, 1, tzinfo=UTC)
+    def first_day(self) -> date:
+        return date(self.year, self.month, 1)
 
 
 @dataclass
@@ -101,10 +102,12 @@ class YearCount:
 
 
 def captures_by_month(captures: QuerySet) -> list[YearCount]:
-    """How many of ``captures`` fall in each year and month (UTC, as 14-digit timestamps), latest first."""
+    """How many of ``captures`` fall in each year and month (in the site's time zone, as every time the
+    pages show), latest first."""
+    zone = timezone.get_current_timezone()
     rows = (
         captures.order_by()
-        .annotate(year=ExtractYear("timestamp", tzinfo=UTC), month=ExtractMonth("timestamp", tzinfo=UTC))
+        .annotate(year=ExtractYear("timestamp", tzinfo=zone), month=ExtractMonth("timestamp", tzinfo=zone))
         .values("year", "month")
         .annotate(count=Count("pk"))
         .order_by("-year", "-month")
@@ -118,12 +121,13 @@ def captures_by_month(captures: QuerySet) -> list[YearCount]:
 
 
 def period_captures(captures: QuerySet, year: int, month: int | None = None) -> QuerySet:
-    """``captures`` of one year, or of one month of it (UTC), the most recent first."""
-    start = datetime(year, month or 1, 1, tzinfo=UTC)
+    """``captures`` of one year, or of one month of it (in the site's time zone), the most recent first."""
+    zone = timezone.get_current_timezone()
+    start = datetime(year, month or 1, 1, tzinfo=zone)
     if month is None or month == 12:
-        end = datetime(year + 1, 1, 1, tzinfo=UTC)
+        end = datetime(year + 1, 1, 1, tzinfo=zone)
     else:
-        end = datetime(year, month + 1, 1, tzinfo=UTC)
+        end = datetime(year, month + 1, 1, tzinfo=zone)
     return captures.filter(timestamp__gte=start, timestamp__lt=end).order_by("-timestamp", "-pk")
 
 

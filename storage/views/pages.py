@@ -2,14 +2,14 @@
 file, and the captures of one job or one domain; and a screenshot the crawler made, as an image.
 
 Every page is in the Access area and needs the view permission on captures (webarchive.permissions);
-the queries are in :mod:`storage.selectors`. Times are shown in UTC, as the 14-digit timestamps of
-the index and of replay addresses are.
+the queries are in :mod:`storage.selectors`. Times are shown in the site's time zone, as everywhere;
+the 14-digit timestamps (UTC, as in the index and replay addresses) are shown as they are.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import date
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -20,6 +20,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.decorators import method_decorator
 from django.utils.translation import gettext as _
 from django.views.generic import DetailView, TemplateView, View
@@ -38,7 +39,7 @@ from webarchive.views import AreaRequiredMixin, ObjectListView, RestrictedQuerys
 
 CAPTURES_PER_PAGE = 100
 URLS_PER_PAGE = 100  # distinct URLs of a prefix search per page
-MONTH_HEADS = [datetime(2000, month, 1, tzinfo=UTC) for month in range(1, 13)]  # the calendar's columns
+MONTH_HEADS = [date(2000, month, 1) for month in range(1, 13)]  # the calendar's columns
 SCREENSHOT_MIME = "image/png"  # the only images the image view serves
 ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
 _DOMAIN_LABEL = re.compile(r"^(?!-)[a-z0-9_-]{1,63}(?<!-)$")
@@ -133,7 +134,7 @@ class SearchView(ReadingMixin, TemplateView):
         months = {(item.year, item.month): item for entry in years for item in entry.months.values()}
         groups: list[dict] = []  # the page's captures under their month, as the counts have them
         for capture in with_replay(page.object_list):
-            stamp = capture.timestamp.astimezone(UTC)
+            stamp = timezone.localtime(capture.timestamp)  # the month the counts put it in
             period = months[(stamp.year, stamp.month)]
             if not groups or groups[-1]["month"] is not period:
                 groups.append({"month": period, "captures": []})

@@ -285,6 +285,11 @@ ACCESS = {
     "logout": ("post", url("logout"), ANY_LOGGED_IN),
     "set_language": ("post", url("set_language"), ANY_LOGGED_IN),
     "login": ("public", url("login"), None),
+    # The language switch, for visitors too (tests/webarchive/test_language.py).
+    "language": ("public-post", url("language"), None),
+    # Single sign-on, for people who are not logged in yet (tests/webarchive/test_oidc.py).
+    "oidc_authentication_init": ("public", url("oidc_authentication_init"), None),
+    "oidc_authentication_callback": ("public", url("oidc_authentication_callback"), None),
     "selection:collection_list": ("page", url("selection:collection_list"), SELECTION),
     "selection:collection_create": ("page", url("selection:collection_create"), CURATORS),
     "selection:collection_detail": ("page", collection_url("selection:collection_detail"), SELECTION),
@@ -446,6 +451,11 @@ ACCESS = {
     "harvest:preload_statistics": (
         "page",
         planning_url("harvest:preload_statistics", new_preload_run),
+        ENGINEERS,
+    ),
+    "harvest:preload_invalid_lines": (
+        "page",
+        planning_url("harvest:preload_invalid_lines", new_preload_run),
         ENGINEERS,
     ),
     "harvest:preload_stop": ("post", planning_url("harvest:preload_stop", new_preload_run), ENGINEERS),
