@@ -128,10 +128,13 @@ HIDDEN_INPUT = re.compile(r'<input type="hidden" name="(?P<name>[^"]+)" value="(
 
 
 def hidden_inputs(response) -> dict:
-    """The hidden inputs of the page, as the browser reads them from its HTML (the CSRF token aside)."""
+    """The hidden inputs of the page's content, as the browser reads them from its HTML (the CSRF token
+    and the navigation bar's language switch aside)."""
+    page = response.content.decode()
+    content = page[page.index("<main") :] if "<main" in page else page
     return {
         match["name"]: html.unescape(match["value"])
-        for match in HIDDEN_INPUT.finditer(response.content.decode())
+        for match in HIDDEN_INPUT.finditer(content)
         if match["name"] != "csrfmiddlewaretoken"
     }
 
