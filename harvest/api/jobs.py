@@ -25,6 +25,7 @@ from harvest.selectors import job_sites, job_totals
 from harvest.services import crawls, jobs
 from harvest.validators import trap_list
 from webarchive.api.fields import CharField, DateTimeField, ModelSerializer
+from webarchive.api.filters import refuse_unknown_parameters
 from webarchive.api.viewsets import ReadOnlyViewSet
 from webarchive.permissions import CHANGE, Area
 
@@ -242,6 +243,7 @@ class JobViewSet(ReadOnlyViewSet):
     )
     def configurations(self, request, pk=None):
         """The job's domain configurations as it froze them: seeds, limits, traps (paginated)."""
+        refuse_unknown_parameters(request)
         job = self.get_object()
         entries = (
             JobConfiguration.objects.filter(job=job)

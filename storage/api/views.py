@@ -9,6 +9,7 @@ from storage import selectors_storage
 from storage.api.serializers import StorageNodeSerializer, WarcFileSerializer
 from storage.filtersets import StorageNodeFilterSet
 from storage.models import WarcFile
+from webarchive.api.filters import refuse_unknown_parameters
 from webarchive.api.viewsets import ReadOnlyViewSet, RestrictedQuerysetMixin
 from webarchive.permissions import VIEW, Area, restrict
 
@@ -39,6 +40,10 @@ class JobWarcFilesView(RestrictedQuerysetMixin, generics.ListAPIView):
     queryset = Job.objects.all()
     serializer_class = WarcFileSerializer
     filter_backends = []
+
+    def list(self, request, *args, **kwargs):
+        refuse_unknown_parameters(request)
+        return super().list(request, *args, **kwargs)
 
     def get_queryset(self):
         job = get_object_or_404(super().get_queryset(), pk=self.kwargs["pk"])

@@ -132,6 +132,19 @@ def test_the_files_of_a_job_are_its_closed_warc_files(as_role, job):
     assert warc["records"] >= 3 and warc["recovered"] is False
 
 
+def test_an_unknown_parameter_of_a_jobs_files_or_configurations_is_a_400_naming_those_that_exist(
+    as_role, job
+):
+    client = as_role(Role.CURATOR)
+    for name in ("files", "configurations"):
+        response = client.get(url(name, job, search="alpha.fr"))  # a filter these lists do not have
+        assert response.status_code == 400, name
+        assert response.json() == {
+            "detail": "Unknown query parameter(s): search. This endpoint takes: format, page."
+        }
+        assert client.get(url(name, job, page=1)).status_code == 200
+
+
 # Stop -------------------------------------------------------------------------------------------
 
 
