@@ -275,7 +275,7 @@ def new_dedup_run():
 
 
 # name -> (kind, url builder, who may use it). Kinds: "page" (GET), "post" (a
-# form's target), "api" (GET), "api-post", "public", "public-post", "own" (POST on
+# form's target), "api" (GET), "api-post", "public", "public-post", "sso", "own" (POST on
 # the user's own object: anyone else gets 404).
 ACCESS = {
     # Readers have no home of their own: they are sent to the reading room (see test_page_access).
@@ -287,9 +287,10 @@ ACCESS = {
     "login": ("public", url("login"), None),
     # The language switch, for visitors too (tests/webarchive/test_language.py).
     "language": ("public-post", url("language"), None),
-    # Single sign-on, for people who are not logged in yet (tests/webarchive/test_oidc.py).
-    "oidc_authentication_init": ("public", url("oidc_authentication_init"), None),
-    "oidc_authentication_callback": ("public", url("oidc_authentication_callback"), None),
+    # Single sign-on, for people who are not logged in yet, when it is configured: the provider's
+    # round trip (kind "sso", tested in tests/webarchive/test_oidc.py; 404 without configuration).
+    "oidc_authentication_init": ("sso", url("oidc_authentication_init"), None),
+    "oidc_authentication_callback": ("sso", url("oidc_authentication_callback"), None),
     "selection:collection_list": ("page", url("selection:collection_list"), SELECTION),
     "selection:collection_create": ("page", url("selection:collection_create"), CURATORS),
     "selection:collection_detail": ("page", collection_url("selection:collection_detail"), SELECTION),
