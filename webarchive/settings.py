@@ -367,7 +367,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["webarchive.api.permissions.RolePermission"],
     "DEFAULT_FILTER_BACKENDS": ["webarchive.api.filters.FilterBackend"],  # ids bounded
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "webarchive.api.pagination.PageNumbers",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "webarchive.api.exceptions.exception_handler",

@@ -200,3 +200,13 @@ def test_anonymous_clients_get_401_and_an_unknown_job_404(client, as_role, job):
     for name in ("progress", "sites", "files"):
         assert engineer.get(url(name, 999999)).status_code == 404
     assert post(engineer, url("stop", 999999)).status_code == 404
+
+
+def test_a_page_that_is_not_a_page_number_is_a_400_not_the_first_page(as_role, job):
+    client = as_role(Role.CURATOR)
+    for page in ("", "x", "0", "-1", "²"):
+        response = client.get(reverse("api:budgetmapping-list") + f"?page={page}")
+        assert response.status_code == 400, page
+        assert response.json() == {"page": ["A page is a whole number from 1."]}
+    assert client.get(reverse("api:budgetmapping-list") + "?page=1").status_code == 200
+    assert client.get(reverse("api:budgetmapping-list") + "?page=99").status_code == 404  # past the end
