@@ -11,7 +11,7 @@ from django.conf import settings
 from django.db import OperationalError
 
 from storage.models import Replica, WarcFile
-from storage.services import audits, ingest, nodes, placement, replication
+from storage.services import audits, fulltext, ingest, nodes, placement, replication
 from storage.services.dedup_runs import dedup_run_advance, dedup_run_unit
 from webarchive.tasks import enqueue
 
@@ -100,3 +100,9 @@ def storage_audit() -> None:
     """Beat: verify this round's share of the replicas (each at least every STORAGE_AUDIT_DAYS)."""
     due = Replica.objects.filter(pk__in=audits.audit_due()).select_related("node")
     nodes.send_verify([(replica.pk, replica.node.queue) for replica in due])
+
+
+@shared_task(name="storage.index_texts", soft_time_limit=900, time_limit=960, **STORAGE_TASK)
+def index_texts(capture_ids: list[int]) -> None:
+    """Put the documents of captures a crawl has just made into the full-text index."""
+    fulltext.captures_text_index(capture_ids)

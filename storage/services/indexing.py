@@ -22,7 +22,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from storage.models import Capture, WarcFile
+from storage.services import fulltext
 from storage.warcindex import Entry, FileReading, cdx_mime, read_file, url_key
+from webarchive.tasks import enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +66,7 @@ def warc_file_index(
     reading: FileReading | None = None,
     job_id: int | None = None,
     keep_entries: bool = False,
+    texts: bool = True,
 ) -> IndexedFile:
     """Index one WARC/ARC file into the capture index, replacing its earlier rows; register it as a WarcFile.
 
@@ -71,6 +74,8 @@ def warc_file_index(
     other processes). A file already in the archive under the same name must have the same checksum
     (the same bytes, perhaps moved): anything else is refused with :class:`IndexConflict`. A torn or
     non-WARC file raises :class:`~storage.warcindex.WarcReadError` and nothing of it is indexed.
+    Its documents then go into the full-text index (``texts``; ``index_warcs`` reads them itself, in
+    its worker processes).
     """
     if reading is None:
         reading = read_file(path)  # all of it before touching the database: all or nothing
@@ -104,6 +109,8 @@ def warc_file_index(
         warc.save()
         replaced = Capture.objects.filter(warc_file=warc).delete()[0] if existing is not None else 0
         _load(entries, warc_file_id=warc.pk, job_id=warc.job_id)
+    if texts:
+        fulltext.file_text_index(path, entries)
     return IndexedFile(warc, len(entries), replaced, entries if keep_entries else [])
 
 
@@ -261,6 +268,9 @@ class CaptureRecorder:
                 )
             )
         Capture.objects.bulk_create(rows, batch_size=BATCH)
+        documents = fulltext.document_capture_ids(rows)
+        if documents:
+            enqueue("storage.index_texts", documents)  # read from their records by a worker
         return len(rows)
 
     def _file_id(self, name: str) -> int:

@@ -1,27 +1,32 @@
-"""``manage.py index_warcs PATH… [--cdxj OUT]``: existing WARC/ARC files into the capture index."""
+"""``manage.py index_warcs PATH… [--cdxj OUT]``: existing WARC/ARC files into the capture index and
+the full-text index."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import time
+from collections import deque
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
 from harvest.models import Job
+from storage.services.fulltext import TextIndexing, file_texts_finish, wanted_documents
 from storage.services.indexing import CdxjSorter, IndexConflict, warc_file_index
+from storage.textextract import read_documents
 from storage.warcindex import WarcReadError, archive_files, cdxj_line, read_file_or_error
 
 
 class Command(BaseCommand):
     requires_system_checks = []  # a batch tool: the checks cost a third of a second per run
     help = (
-        "Index WARC and ARC files (gzip or not; directories are walked) into the capture index and "
-        "register them as files of the archive. Indexing a file again replaces its rows. Each file is "
-        "indexed all or nothing: a torn or non-WARC file is reported with the byte where reading "
-        "failed, and the others are still indexed."
+        "Index WARC and ARC files (gzip or not; directories are walked) into the capture index and the "
+        "full-text index, and register them as files of the archive. Indexing a file again replaces "
+        "its rows. Each file is indexed all or nothing: a torn or non-WARC file is reported with the "
+        "byte where reading failed, and the others are still indexed. Documents are read for the "
+        "full-text index once per payload digest; one that cannot be read is reported and skipped."
     )
 
     def add_arguments(self, parser):
@@ -51,23 +56,33 @@ class Command(BaseCommand):
         started = time.monotonic()
         files = captures = 0
         failed: list[str] = []
-        for path, reading in _readings(list(archive_files(paths)), workers):
-            try:
-                if isinstance(reading, WarcReadError):
-                    raise reading
-                result = warc_file_index(reading=reading, job_id=job, keep_entries=sorter is not None)
-            except (WarcReadError, IndexConflict) as error:
-                failed.append(str(error))
-                self.stderr.write(f"{error} (nothing of it was indexed)")
-                continue
-            files += 1
-            captures += result.captures
-            if sorter is not None:
-                name = result.warc_file.name
-                sorter.add(cdxj_line(entry, name) for entry in result.entries)
-            if verbosity > 1 or (verbosity == 1 and result.replaced):
-                again = f", replacing {result.replaced}" if result.replaced else ""
-                self.stdout.write(f"{path}: {result.captures} captures{again}")
+        texts = TextIndexing()
+        paths = list(archive_files(paths))
+        with _pool(workers, len(paths)) as pool:
+            pending: deque = deque()  # files whose documents are being read: (path, entries, result)
+            for path, reading in _readings(paths, pool, workers):
+                try:
+                    if isinstance(reading, WarcReadError):
+                        raise reading
+                    result = warc_file_index(reading=reading, job_id=job, keep_entries=True, texts=False)
+                except (WarcReadError, IndexConflict) as error:
+                    failed.append(str(error))
+                    self.stderr.write(f"{error} (nothing of it was indexed)")
+                    continue
+                files += 1
+                captures += result.captures
+                if sorter is not None:
+                    name = result.warc_file.name
+                    sorter.add(cdxj_line(entry, name) for entry in result.entries)
+                if verbosity > 1 or (verbosity == 1 and result.replaced):
+                    again = f", replacing {result.replaced}" if result.replaced else ""
+                    self.stdout.write(f"{path}: {result.captures} captures{again}")
+                wanted = wanted_documents(result.entries)
+                pending.append((path, result.entries, _submit(pool, read_documents, path, wanted)))
+                while pending and (len(pending) > 2 * workers or pending[0][2].done()):
+                    texts.add(self.finish_texts(*pending.popleft()))
+            while pending:
+                texts.add(self.finish_texts(*pending.popleft()))
         if sorter is not None:
             lines = sorter.write(cdxj)
             self.stdout.write(f"{lines} CDXJ lines written to {cdxj}")
@@ -75,18 +90,69 @@ class Command(BaseCommand):
         rate = captures / elapsed if elapsed else 0
         summary = f"{files} files, {captures} captures indexed in {elapsed:.1f} s ({rate:,.0f}/s)"
         self.stdout.write(self.style.SUCCESS(summary))
+        self.stdout.write(
+            f"Full-text index: {texts.read} documents read, {texts.known} already indexed, "
+            f"{len(texts.skipped)} skipped, {texts.entries} entries"
+        )
+        for line in texts.skipped:
+            self.stderr.write(f"skipped (full-text index): {line}")
         if failed:
             raise CommandError(f"{len(failed)} file(s) could not be indexed:\n" + "\n".join(failed))
 
+    def finish_texts(self, path, entries, reading) -> TextIndexing:
+        records = reading.result()
+        return file_texts_finish(records, entries)
 
-def _readings(paths: list[Path], workers: int):
-    """(path, its reading or the error reading it), in order; files are read by ``workers`` processes
-    (reading is CPU-bound: inflating and parsing) while the caller loads the previous ones."""
-    if workers == 1 or len(paths) < 2:
+
+class _Done:
+    """A result computed at once (no worker processes): what a future gives."""
+
+    def __init__(self, value):
+        self._value = value
+
+    def done(self) -> bool:
+        return True
+
+    def result(self):
+        return self._value
+
+
+class _NoPool:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc_info):
+        return False
+
+
+def _pool(workers: int, files: int):
+    """Processes reading files side by side while this one loads the index: fresh processes, not
+    forks of this one (they must not share its database connection)."""
+    if workers == 1 or files < 2:
+        return _NoPool()
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=min(workers, files), mp_context=context)
+
+
+def _submit(pool, function, *args):
+    if pool is None:
+        return _Done(function(*args))
+    return pool.submit(function, *args)
+
+
+def _readings(paths: list[Path], pool, workers: int):
+    """(path, its reading or the error reading it), in order; read by the pool's processes (reading is
+    CPU-bound: inflating and parsing) while the caller loads the previous ones."""
+    if pool is None:
         for path in paths:
             yield path, read_file_or_error(path)
         return
-    # Fresh processes, not forks of this one: they must not share its database connection.
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(paths)), mp_context=context) as pool:
-        yield from zip(paths, pool.map(read_file_or_error, paths), strict=True)
+    futures = deque()
+    for path in paths:
+        futures.append((path, pool.submit(read_file_or_error, path)))
+        if len(futures) > 2 * workers:
+            done_path, future = futures.popleft()
+            yield done_path, future.result()
+    while futures:
+        done_path, future = futures.popleft()
+        yield done_path, future.result()

@@ -1,0 +1,430 @@
+"""Full-text search of the archive: the one module that knows how the text index is stored and queried.
+
+On PostgreSQL (the reference database) each text has a ``tsvector`` built with the dictionary of its
+language (``archive_fr``: French stemming, ``archive_en``: English, ``archive_simple``: any other
+language, no stemming; all three fold accents with ``unaccent``, so ``cafe`` finds ``café``), title
+weighted above headings above the text, in a GIN index over a table partitioned by digest (16
+partitions: each index stays a size that vacuum and insertion handle). A query is read with
+``websearch_to_tsquery`` in each dictionary (a document matches if it matches in its own language),
+ranked with ``ts_rank``; snippets come from ``ts_headline``.
+
+On SQLite (the embedded default) the text is in an FTS5 table (``unicode61``, diacritics removed: the
+same accent folding, no stemming), ranked with ``bm25``, snippets from FTS5's ``snippet``.
+
+The query language is a search engine's, the same on both: words (all must match), ``"a phrase"``,
+``OR`` between two terms, ``-word`` or ``-"a phrase"`` to exclude. :func:`parse_query` reads it into
+a :class:`ParsedQuery` that each backend writes in its own syntax, so no input is ever a syntax error.
+
+A search reads at most ``CANDIDATES`` matching entries (the filters and the access rules applied
+first, in the same query), ranks and groups them by URL: a query matching more pages says so
+(``capped``) rather than spending seconds on counting them; filters narrow it. Another backend (Solr,
+OpenSearch) for archives past one database server implements :class:`Backend`'s three methods.
+"""
+
+# The SQL below is written from constants only (table, configuration and column names); every value,
+# the query first, is a parameter.
+# ruff: noqa: S608, S610
+
+from __future__ import annotations
+
+import html
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import QuerySet
+from django.utils.safestring import SafeString, mark_safe
+
+from storage.models_search import SearchText
+from storage.textextract import Document
+
+CANDIDATES = 10_000  # matching entries read per search
+MAX_QUERY = 500  # characters of a query
+MAX_TERMS = 32
+CONFIGS = {"fr": "archive_fr", "en": "archive_en"}
+DEFAULT_CONFIG = "archive_simple"
+HEADLINE_CHARS = 30_000  # snippets are cut from the start of a text
+MARK_START, MARK_END = "\x02", "\x03"  # removed from every extracted text (storage.textextract)
+_TERM = re.compile(r'(-?)"([^"]*)"?|(\S+)')
+_WORDY = re.compile(r"\w")
+_FTS_NAME = "storage_searchtext_fts"
+
+
+class QueryError(ValueError):
+    """A query that asks for nothing (no word to find) or too much."""
+
+
+@dataclass(frozen=True)
+class ParsedQuery:
+    """A search: ``clauses`` must all match, each one of its alternatives (a word or a phrase, as a
+    tuple of words); ``excluded`` must not."""
+
+    clauses: tuple[tuple[tuple[str, ...], ...], ...]
+    excluded: tuple[tuple[str, ...], ...] = ()
+
+    def websearch(self) -> str:
+        """The query in ``websearch_to_tsquery``'s syntax."""
+        parts = [" or ".join(_websearch_term(term) for term in clause) for clause in self.clauses]
+        parts += ["-" + _websearch_term(term) for term in self.excluded]
+        return " ".join(parts)
+
+    def fts5(self) -> str:
+        """The query in FTS5's syntax (every word a quoted string: nothing in it is an operator)."""
+        positive = " AND ".join(
+            "(" + " OR ".join(_fts5_term(term) for term in clause) + ")" for clause in self.clauses
+        )
+        if not self.excluded:
+            return positive
+        return f"({positive}) NOT (" + " OR ".join(_fts5_term(term) for term in self.excluded) + ")"
+
+    def words(self) -> list[str]:
+        return [word for clause in self.clauses for term in clause for word in term]
+
+
+def _websearch_term(term: tuple[str, ...]) -> str:
+    return '"' + " ".join(term) + '"' if len(term) > 1 else term[0]
+
+
+def _fts5_term(term: tuple[str, ...]) -> str:
+    return '"' + " ".join(word.replace('"', "") for word in term) + '"'
+
+
+def parse_query(text: str) -> ParsedQuery:
+    """Read a query typed by someone; raises :class:`QueryError` when it asks for nothing."""
+    text = (text or "").strip()
+    if len(text) > MAX_QUERY:
+        raise QueryError(f"A query has at most {MAX_QUERY} characters.")
+    clauses: list[list[tuple[str, ...]]] = []
+    excluded: list[tuple[str, ...]] = []
+    join_next = False
+    for match in _TERM.finditer(text.replace(MARK_START, " ").replace(MARK_END, " ")):
+        negated, phrase, word = match.group(1), match.group(2), match.group(3)
+        if word is not None and word.lower() == "or":
+            join_next = bool(clauses)
+            continue
+        if word is not None and word.startswith("-") and len(word) > 1:
+            negated, word = "-", word[1:]
+        words = tuple(
+            part for part in (phrase if phrase is not None else word).split() if _WORDY.search(part)
+        )
+        words = tuple(part.replace('"', "") for part in words)
+        if not words:
+            continue
+        if negated:
+            excluded.append(words)
+        elif join_next:
+            clauses[-1].append(words)
+        else:
+            clauses.append([words])
+        join_next = False
+    if not clauses:
+        raise QueryError("Type at least one word to find.")
+    if sum(len(clause) for clause in clauses) + len(excluded) > MAX_TERMS:
+        raise QueryError(f"A query has at most {MAX_TERMS} words or phrases.")
+    return ParsedQuery(tuple(tuple(clause) for clause in clauses), tuple(excluded))
+
+
+def config_of(language: str) -> str:
+    """The text search configuration (PostgreSQL) of a language."""
+    return CONFIGS.get(language, DEFAULT_CONFIG)
+
+
+def marked_html(snippet: str) -> SafeString:
+    """A snippet with its matched words marked: the crawled text escaped, the marks as ``<mark>``."""
+    out = []
+    for index, part in enumerate(re.split(f"[{MARK_START}{MARK_END}]", snippet)):
+        escaped = html.escape(part)
+        out.append(f"<mark>{escaped}</mark>" if index % 2 and part else escaped)
+    return mark_safe("".join(out))  # noqa: S308 (every part above is escaped)
+
+
+def plain(snippet: str) -> str:
+    return snippet.replace(MARK_START, "").replace(MARK_END, "")
+
+
+# Backends -------------------------------------------------------------------------------------------
+
+
+class Backend:
+    """Where texts are stored and how they are matched."""
+
+    def store(self, texts: list[SearchText], documents: dict[str, Document]) -> int:
+        """Add texts not yet indexed (by digest; a digest already there is left as it is)."""
+        raise NotImplementedError
+
+    def matching(self, entries: QuerySet, query: ParsedQuery, language: str = "") -> QuerySet:
+        """``entries`` narrowed to those whose text matches, annotated with ``rank`` (higher: better)."""
+        raise NotImplementedError
+
+    def headlines(self, digests: list[str], query: ParsedQuery) -> dict[str, str]:
+        """Digest → a snippet of its text around the matched words, marked with MARK_START/END."""
+        raise NotImplementedError
+
+
+class PostgresBackend(Backend):
+    def store(self, texts, documents):
+        if not texts:
+            return 0
+        columns = "digest, mime, language, title, headings, body, truncated, error, extracted_at"
+        vector = (
+            "CASE WHEN %s = '' THEN setweight(to_tsvector(%s::regconfig, %s), 'A')"
+            " || setweight(to_tsvector(%s::regconfig, %s), 'B') || to_tsvector(%s::regconfig, %s) END"
+        )
+        statement = (
+            f"INSERT INTO storage_searchtext ({columns}, vector) "
+            f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, {vector}) ON CONFLICT (digest) DO NOTHING"
+        )
+        rows = []
+        for text in texts:
+            config = config_of(text.language)
+            rows.append(
+                (
+                    text.digest,
+                    text.mime,
+                    text.language,
+                    text.title,
+                    text.headings,
+                    text.body,
+                    text.truncated,
+                    text.error,
+                    text.extracted_at,
+                    text.error,
+                    config,
+                    text.title,
+                    config,
+                    text.headings,
+                    config,
+                    text.body,
+                )
+            )
+        with connection.cursor() as cursor:
+            cursor.executemany(statement, rows)
+        return len(rows)
+
+    def _tsquery(self, language: str) -> tuple[str, int]:
+        configs = [config_of(language)] if language else [*CONFIGS.values(), DEFAULT_CONFIG]
+        return "(" + " || ".join(f"websearch_to_tsquery('{name}', %s)" for name in configs) + ")", len(
+            configs
+        )
+
+    def matching(self, entries, query, language=""):
+        tsquery, count = self._tsquery(language)
+        text = query.websearch()
+        return entries.extra(
+            select={"rank": f"ts_rank(storage_searchtext.vector, {tsquery}, 1)"},
+            select_params=[text] * count,
+            tables=["storage_searchtext"],
+            where=[
+                "storage_searchtext.digest = storage_searchentry.digest",
+                f"storage_searchtext.vector @@ {tsquery}",
+            ],
+            params=[text] * count,
+        )
+
+    def headlines(self, digests, query):
+        if not digests:
+            return {}
+        config = (
+            "(CASE language WHEN 'fr' THEN 'archive_fr' WHEN 'en' THEN 'archive_en' "
+            "ELSE 'archive_simple' END)::regconfig"
+        )
+        options = f"StartSel={MARK_START}, StopSel={MARK_END}, MaxFragments=2, MaxWords=25, MinWords=10"
+        statement = (
+            f"SELECT digest, ts_headline({config}, left(body, {HEADLINE_CHARS}), "
+            f"websearch_to_tsquery({config}, %s), %s) FROM storage_searchtext WHERE digest = ANY(%s)"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(statement, [query.websearch(), options, list(digests)])
+            return dict(cursor.fetchall())
+
+
+class SqliteBackend(Backend):
+    def store(self, texts, documents):
+        stored = 0
+        with connection.cursor() as cursor:
+            for text in texts:
+                cursor.execute(
+                    "INSERT OR IGNORE INTO storage_searchtext (digest, mime, language, title, headings, body,"
+                    " truncated, error, extracted_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    [
+                        text.digest,
+                        text.mime,
+                        text.language,
+                        text.title,
+                        text.headings,
+                        text.body,
+                        text.truncated,
+                        text.error,
+                        connection.ops.adapt_datetimefield_value(text.extracted_at),
+                    ],
+                )
+                if cursor.rowcount and not text.error:
+                    cursor.execute(
+                        f"INSERT INTO {_FTS_NAME} (digest, title, headings, body) VALUES (%s, %s, %s, %s)",
+                        [text.digest, text.title, text.headings, text.body],
+                    )
+                    stored += 1
+        return stored
+
+    def matching(self, entries, query, language=""):
+        return entries.extra(
+            select={"rank": f"-bm25({_FTS_NAME}, 0.0, 10.0, 5.0, 1.0)"},
+            tables=[_FTS_NAME],
+            where=[f"{_FTS_NAME}.digest = storage_searchentry.digest", f"{_FTS_NAME} MATCH %s"],
+            params=[query.fts5()],
+        )
+
+    def headlines(self, digests, query):
+        if not digests:
+            return {}
+        marks = f"char({ord(MARK_START)}), char({ord(MARK_END)})"
+        holders = ", ".join(["%s"] * len(digests))
+        statement = (
+            f"SELECT digest, snippet({_FTS_NAME}, 3, {marks}, '…', 40) FROM {_FTS_NAME} "
+            f"WHERE {_FTS_NAME} MATCH %s AND digest IN ({holders})"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(statement, [query.fts5(), *digests])
+            return dict(cursor.fetchall())
+
+
+def backend() -> Backend:
+    return PostgresBackend() if connection.vendor == "postgresql" else SqliteBackend()
+
+
+# Searching ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Candidate:
+    """One matching entry as read from the index."""
+
+    urlkey: str
+    url: str
+    domain: str
+    digest: str
+    definition: int
+    year: int
+    mime: str
+    language: str
+    captures: int
+    last_capture: datetime
+    rank: float
+
+
+@dataclass
+class Hit:
+    """One URL that matches: its best entry, and how many of its matching captures the reader may see."""
+
+    urlkey: str
+    url: str
+    domain: str
+    digest: str
+    mime: str
+    language: str
+    rank: float
+    last_capture: datetime
+    captures: int
+    definitions: set[int] = field(default_factory=set)
+    years: set[int] = field(default_factory=set)
+    title: str = ""
+    snippet: str = ""  # marked with MARK_START/END
+
+    @property
+    def snippet_html(self) -> SafeString:
+        return marked_html(self.snippet)
+
+    @property
+    def snippet_text(self) -> str:
+        return plain(self.snippet)
+
+
+SORTS = ("relevance", "newest", "oldest")
+
+
+def candidates(entries: QuerySet, query: ParsedQuery, language: str = "") -> tuple[list[Candidate], bool]:
+    """The matching entries (at most CANDIDATES) and whether there were more."""
+    rows = (
+        backend()
+        .matching(entries, query, language)
+        .values_list(
+            "urlkey",
+            "url",
+            "domain",
+            "digest",
+            "harvest_definition_id",
+            "year",
+            "mime",
+            "language",
+            "captures",
+            "last_capture",
+            "rank",
+        )[: CANDIDATES + 1]
+    )
+    found = [Candidate(*row) for row in rows]
+    return found[:CANDIDATES], len(found) > CANDIDATES
+
+
+def group(found: list[Candidate]) -> list[Hit]:
+    """One hit per URL: its best-ranked entry, its latest capture, its captures counted."""
+    hits: dict[str, Hit] = {}
+    for entry in found:
+        hit = hits.get(entry.urlkey)
+        if hit is None:
+            hit = hits[entry.urlkey] = Hit(
+                urlkey=entry.urlkey,
+                url=entry.url,
+                domain=entry.domain,
+                digest=entry.digest,
+                mime=entry.mime,
+                language=entry.language,
+                rank=entry.rank,
+                last_capture=entry.last_capture,
+                captures=0,
+            )
+        elif (entry.rank, entry.last_capture) > (hit.rank, hit.last_capture):
+            hit.digest, hit.rank, hit.mime, hit.language = (
+                entry.digest,
+                entry.rank,
+                entry.mime,
+                entry.language,
+            )
+        hit.last_capture = max(hit.last_capture, entry.last_capture)
+        hit.captures += entry.captures
+        hit.definitions.add(entry.definition)
+        hit.years.add(entry.year)
+    return list(hits.values())
+
+
+def ordered(hits: list[Hit], sort: str) -> list[Hit]:
+    if sort == "newest":
+        return sorted(hits, key=lambda hit: (hit.last_capture, hit.rank, hit.urlkey), reverse=True)
+    if sort == "oldest":
+        return sorted(hits, key=lambda hit: (hit.last_capture, -hit.rank, hit.urlkey))
+    return sorted(hits, key=lambda hit: (-hit.rank, -hit.last_capture.timestamp(), hit.urlkey))
+
+
+def facet_counts(hits: list[Hit]) -> dict[str, Counter]:
+    """Hits (URLs) by domain, year, MIME type, language and harvest definition."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for hit in hits:
+        counts["domain"][hit.domain] += 1
+        counts["mime"][hit.mime] += 1
+        counts["language"][hit.language] += 1
+        for year in hit.years:
+            counts["year"][year] += 1
+        for definition in hit.definitions:
+            counts["definition"][definition] += 1
+    return counts
+
+
+def add_snippets(hits: list[Hit], query: ParsedQuery) -> None:
+    """Give the hits (of one page) their titles and snippets."""
+    digests = [hit.digest for hit in hits]
+    snippets = backend().headlines(digests, query)
+    titles = dict(SearchText.objects.filter(digest__in=digests).values_list("digest", "title"))
+    for hit in hits:
+        hit.title = titles.get(hit.digest, "")
+        hit.snippet = snippets.get(hit.digest) or ""
