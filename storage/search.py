@@ -36,6 +36,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import QuerySet
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext as _
 
 from storage.models_search import SearchText
 from storage.textextract import Document
@@ -95,7 +96,7 @@ def parse_query(text: str) -> ParsedQuery:
     """Read a query typed by someone; raises :class:`QueryError` when it asks for nothing."""
     text = (text or "").strip()
     if len(text) > MAX_QUERY:
-        raise QueryError(f"A query has at most {MAX_QUERY} characters.")
+        raise QueryError(_("A query has at most %(count)d characters.") % {"count": MAX_QUERY})
     clauses: list[list[tuple[str, ...]]] = []
     excluded: list[tuple[str, ...]] = []
     join_next = False
@@ -120,9 +121,9 @@ def parse_query(text: str) -> ParsedQuery:
             clauses.append([words])
         join_next = False
     if not clauses:
-        raise QueryError("Type at least one word to find.")
+        raise QueryError(_("Type at least one word to find."))
     if sum(len(clause) for clause in clauses) + len(excluded) > MAX_TERMS:
-        raise QueryError(f"A query has at most {MAX_TERMS} words or phrases.")
+        raise QueryError(_("A query has at most %(count)d words or phrases.") % {"count": MAX_TERMS})
     return ParsedQuery(tuple(tuple(clause) for clause in clauses), tuple(excluded))
 
 
@@ -331,6 +332,10 @@ class Hit:
     years: set[int] = field(default_factory=set)
     title: str = ""
     snippet: str = ""  # marked with MARK_START/END
+    collections: list[str] = field(default_factory=list)
+    capture_count: int = 0  # the URL's captures the reader may see
+    capture: object = None  # the capture a hit opens (storage.models.Capture)
+    replay: str = ""
 
     @property
     def snippet_html(self) -> SafeString:

@@ -50,7 +50,7 @@ MAX_HEADINGS = 4_000
 MAX_LINKS = 500
 MAX_ANCHOR = 200
 PDF_PAGES = 100
-SHORT_TEXT = 200  # below this many characters, the page's own lang attribute is trusted
+SHORT_TEXT = 40  # below this many characters, only the page's own lang attribute is trusted
 LANGUAGES = ("fr", "en")  # those the index stems; any other language is indexed without stemming
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
@@ -99,8 +99,11 @@ def media_type(content_type: str) -> str:
 
 
 def extracts(content_type: str, url: str = "") -> bool:
-    """Whether a document of this type (or a browser capture's text) goes into the full-text index."""
-    return url.startswith(RENDERED_PREFIX) or media_type(content_type) in EXTRACTED_TYPES
+    """Whether a document of this type (or a browser capture's text) goes into the full-text index;
+    robots.txt files are the crawlers' business, not documents."""
+    if url.startswith(RENDERED_PREFIX):
+        return True
+    return media_type(content_type) in EXTRACTED_TYPES and not url.split("?", 1)[0].endswith("/robots.txt")
 
 
 def page_url(url: str) -> str:
@@ -291,11 +294,12 @@ def file_documents(path: str | Path) -> Iterator[RecordText]:
             if not extracts(headers.get_header("Content-Type") or "", url):
                 continue
             digest = record.rec_headers.get_header("WARC-Payload-Digest", "")
-            offset = records.get_record_offset()
             try:
-                yield RecordText(url, digest, offset, record_document(record))
-            except ExtractionError as error:
-                yield RecordText(url, digest, offset, None, str(error))
+                document, error = record_document(record), ""
+            except ExtractionError as failure:
+                document, error = None, str(failure)
+            # Asked after the payload is read: warcio reads the rest of the record to answer.
+            yield RecordText(url, digest, records.get_record_offset(), document, error)
 
 
 def _ok(record) -> bool:

@@ -8,6 +8,7 @@ from harvest.api import views as harvest
 from harvest.api.feed import CrawlFeedView
 from harvest.api.statistics import StatisticsViewSet
 from selection.api.views import CollectionViewSet, CompatibilityRuleViewSet, RecordViewSet, ThemeViewSet
+from storage.api.search import SearchView
 from storage.api.views import JobWarcFilesView, StorageNodeViewSet, WarcFileViewSet
 from webarchive.api.views import NotFoundView, ObtainTokenView
 
@@ -41,6 +42,7 @@ urlpatterns = [
     path("jobs/<int:pk>/files/", JobWarcFilesView.as_view(), name="job-files"),
     *router.urls,
     path("crawl-feed/", CrawlFeedView.as_view(), name="crawl-feed"),
+    path("search/", SearchView.as_view(), name="search"),
     # Last: what no route matched. Ending in a slash, so that Django still adds a missing one.
     re_path(r"^.*/$", NotFoundView.as_view()),
 ]

@@ -59,6 +59,7 @@ AREA_PAGES: dict[Area, list[Page]] = {
     Area.ACCESS: [
         Page(_("Reading room"), "storage:reading_room", "storage.capture"),
         Page(_("Search the archive"), "storage:search", "storage.capture"),
+        Page(_("Search the text"), "storage:text_search", "storage.capture"),
         Page(_("Access rules"), "storage:accessrule_list", "storage.accessrule"),
         Page(_("Exclusions"), "storage:exclusion_list", "storage.exclusion"),
         Page(_("REST API documentation"), "api-docs", staff=True),

@@ -258,9 +258,9 @@ def capture_document(capture: Capture) -> Document:
 # Bulk: whole files ----------------------------------------------------------------------------------
 
 
-def wanted_documents(entries) -> list[tuple[int, str, str]]:
+def wanted_documents(entries) -> tuple[list[tuple[int, str, str]], int]:
     """(offset, url, digest) of the records of a file's capture-index entries whose documents the
-    index does not hold yet (one record per digest)."""
+    index does not hold yet (one record per digest), and how many it holds already."""
     documents = [
         entry
         for entry in entries
@@ -268,12 +268,13 @@ def wanted_documents(entries) -> list[tuple[int, str, str]]:
         and is_document(record_type=entry.record_type, mime=entry.mime, status=entry.status, url=entry.url)
     ]
     known = known_digests(entry.digest for entry in documents)
+    already = len(known)
     wanted = []
     for entry in documents:
         if entry.digest not in known:
             known.add(entry.digest)
             wanted.append((entry.offset, entry.url, entry.digest))
-    return wanted
+    return wanted, already
 
 
 def file_texts_finish(records: list[RecordText], entries) -> TextIndexing:
@@ -290,4 +291,7 @@ def file_texts_finish(records: list[RecordText], entries) -> TextIndexing:
 
 def file_text_index(path, entries) -> TextIndexing:
     """Index the documents of a file already in the capture index (its ``entries``), in this process."""
-    return file_texts_finish(read_documents(path, wanted_documents(entries)), entries)
+    wanted, already = wanted_documents(entries)
+    result = file_texts_finish(read_documents(path, wanted), entries)
+    result.known = already
+    return result

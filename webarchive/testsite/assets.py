@@ -109,3 +109,52 @@ def large_file_chunks(block: bytes, size: int) -> Iterator[bytes]:
         piece = block[offset : offset + min(LARGE_FILE_CHUNK, size - sent)]
         yield piece
         sent += len(piece)
+
+
+# Documents for the full-text index: a PDF and a plain-text file in French, linked from no page (the
+# crawls' ground truth does not change); the tests fetch them as seeds.
+DOCUMENT_LINES = (
+    "Rapport annuel de la bibliothèque",
+    "Le dépôt légal du web conserve les sites français depuis 2006.",
+    "Les moissons sélectives complètent la collecte large de l'été.",
+)
+NOTES_TEXT = (
+    "Notes de lecture\n"
+    "Les élèves ont consulté les archives électorales au château.\n"
+    "Prochaine réunion : mercredi, salle des périodiques.\n"
+)
+
+
+def _pdf_string(text: str) -> bytes:
+    """A PDF literal string in the standard fonts' encoding (Latin-1 covers these lines)."""
+    data = text.encode("latin-1")
+    return b"(" + data.replace(b"\\", b"\\\\").replace(b"(", b"\\(").replace(b")", b"\\)") + b")"
+
+
+def pdf_document(title: str = DOCUMENT_LINES[0], lines: tuple[str, ...] = DOCUMENT_LINES) -> bytes:
+    """A one-page PDF whose text is ``lines``, with ``title`` in its information dictionary."""
+    content = (
+        b"BT /F1 12 Tf 72 720 Td 16 TL " + b" ".join(_pdf_string(line) + b" '" for line in lines) + b" ET"
+    )
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R"
+        b" /Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+        b"<< /Title " + _pdf_string(title) + b" >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R /Info 6 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)

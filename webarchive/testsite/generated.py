@@ -70,6 +70,8 @@ _SITE_FILES = {
     "/site/malformed.html": "_malformed",
     "/site/broken.html": "_broken",
     "/site/files/large.bin": "_large",
+    "/site/files/rapport.pdf": "_report",
+    "/site/files/notes.txt": "_notes",
     "/site/img/old-logo.png": "_old_logo",
 }
 _IMAGE = re.compile(rf"{NUMBER}(|-480|-960|-hero|-hero@2x|-lazy)|(poster|embed|clip|chart)-{NUMBER}")
@@ -281,6 +283,15 @@ class GeneratedSite(PagePlans):
 
     def _large(self) -> Resource:
         return Resource(content_type=assets.CONTENT_TYPES["bin"], large=True)
+
+    def _report(self) -> Resource:
+        return Resource(content_type="application/pdf", body=assets.pdf_document())
+
+    def _notes(self) -> Resource:
+        # Latin-1, declared in the header; sent gzip when asked for.
+        return Resource(
+            content_type="text/plain; charset=iso-8859-1", body=assets.NOTES_TEXT.encode("latin-1"), gzip=True
+        )
 
     # Serving -----------------------------------------------------------------------------------------------
 

@@ -34,6 +34,8 @@ else S; X = http://127.0.0.3:P, only with hosts = 3):
 - S/site/latin1.html (windows-1252, declared in the Content-Type header only)
   linking S/site/caf%C3%A9.html; S/site/malformed.html
 - gzip (when asked for) and chunked bodies on some pages, CSS and the script
+- S/site/files/rapport.pdf (a PDF) and S/site/files/notes.txt (plain text in ISO-8859-1, gzip when
+  asked for): documents in French for the full-text index, linked from no page
 - X/ext/ and X/ext/<k>.html: the external site that some pages link to
 """
 

@@ -77,7 +77,8 @@ class Command(BaseCommand):
                 if verbosity > 1 or (verbosity == 1 and result.replaced):
                     again = f", replacing {result.replaced}" if result.replaced else ""
                     self.stdout.write(f"{path}: {result.captures} captures{again}")
-                wanted = wanted_documents(result.entries)
+                wanted, already = wanted_documents(result.entries)
+                texts.known += already
                 pending.append((path, result.entries, _submit(pool, read_documents, path, wanted)))
                 while pending and (len(pending) > 2 * workers or pending[0][2].done()):
                     texts.add(self.finish_texts(*pending.popleft()))
