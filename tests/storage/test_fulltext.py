@@ -315,7 +315,7 @@ def test_a_hit_has_its_title_and_a_snippet_with_the_words_marked_and_the_page_es
             (
                 "http://bad.example/",
                 "text/html",
-                html("<b>Bold</b> title", "&lt;script&gt;alert(1)&lt;/script&gt; meteor"),
+                html("<b>Bold</b> title", "Fish &amp; chips &lt;b&gt;x&lt;/b&gt; meteor"),
             )
         ],
     )
