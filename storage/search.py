@@ -39,7 +39,6 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from storage.models_search import SearchText
-from storage.textextract import Document
 
 CANDIDATES = 10_000  # matching entries read per search
 MAX_QUERY = 500  # characters of a query
@@ -151,7 +150,7 @@ def plain(snippet: str) -> str:
 class Backend:
     """Where texts are stored and how they are matched."""
 
-    def store(self, texts: list[SearchText], documents: dict[str, Document]) -> int:
+    def store(self, texts: list[SearchText]) -> int:
         """Add texts not yet indexed (by digest; a digest already there is left as it is)."""
         raise NotImplementedError
 
@@ -165,7 +164,7 @@ class Backend:
 
 
 class PostgresBackend(Backend):
-    def store(self, texts, documents):
+    def store(self, texts):
         if not texts:
             return 0
         columns = "digest, mime, language, title, headings, body, truncated, error, extracted_at"
@@ -242,32 +241,9 @@ class PostgresBackend(Backend):
 
 
 class SqliteBackend(Backend):
-    def store(self, texts, documents):
-        stored = 0
-        with connection.cursor() as cursor:
-            for text in texts:
-                cursor.execute(
-                    "INSERT OR IGNORE INTO storage_searchtext (digest, mime, language, title, headings, body,"
-                    " truncated, error, extracted_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    [
-                        text.digest,
-                        text.mime,
-                        text.language,
-                        text.title,
-                        text.headings,
-                        text.body,
-                        text.truncated,
-                        text.error,
-                        connection.ops.adapt_datetimefield_value(text.extracted_at),
-                    ],
-                )
-                if cursor.rowcount and not text.error:
-                    cursor.execute(
-                        f"INSERT INTO {_FTS_NAME} (digest, title, headings, body) VALUES (%s, %s, %s, %s)",
-                        [text.digest, text.title, text.headings, text.body],
-                    )
-                    stored += 1
-        return stored
+    def store(self, texts):
+        # The FTS5 table follows by a trigger (storage/migrations/0009_fulltext_index.py).
+        return len(SearchText.objects.bulk_create(texts, ignore_conflicts=True))
 
     def matching(self, entries, query, language=""):
         return entries.extra(

@@ -45,10 +45,17 @@ POSTGRESQL_DROP = [
     "DROP TABLE storage_searchtext",
     *(f"DROP TEXT SEARCH CONFIGURATION {name}" for name in ("archive_fr", "archive_en", "archive_simple")),
 ]
-SQLITE = (
+# SQLite: the text's words in an FTS5 table beside it, kept in step by triggers (also when Django's
+# test flush empties the table).
+SQLITE = [
     "CREATE VIRTUAL TABLE storage_searchtext_fts USING fts5("
-    "digest UNINDEXED, title, headings, body, tokenize = 'unicode61 remove_diacritics 2')"
-)
+    "digest UNINDEXED, title, headings, body, tokenize = 'unicode61 remove_diacritics 2')",
+    "CREATE TRIGGER storage_searchtext_fts_insert AFTER INSERT ON storage_searchtext WHEN new.error = '' "
+    "BEGIN INSERT INTO storage_searchtext_fts (digest, title, headings, body) "
+    "VALUES (new.digest, new.title, new.headings, new.body); END",
+    "CREATE TRIGGER storage_searchtext_fts_delete AFTER DELETE ON storage_searchtext "
+    "BEGIN DELETE FROM storage_searchtext_fts WHERE digest = old.digest; END",
+]
 
 
 def create_text_table(apps, schema_editor):
@@ -58,7 +65,8 @@ def create_text_table(apps, schema_editor):
         return
     schema_editor.create_model(apps.get_model("storage", "SearchText"))
     if schema_editor.connection.vendor == "sqlite":
-        schema_editor.execute(SQLITE)
+        for statement in SQLITE:
+            schema_editor.execute(statement)
 
 
 def drop_text_table(apps, schema_editor):

@@ -109,7 +109,7 @@ def texts_store(records: Iterable[RecordText]) -> TextIndexing:
             texts[record.digest] = text_of(record.digest, record.document, record.error, now=now)
     rows = list(texts.values())
     for start in range(0, len(rows), BATCH):
-        search.backend().store(rows[start : start + BATCH], {})
+        search.backend().store(rows[start : start + BATCH])
     return result
 
 

@@ -1,0 +1,89 @@
+"""Full-text search under the access rules: every role, from inside and outside a reading room, sees
+exactly the hits, snippets, counts and facets of the captures its rules let it read (the archive of
+tests/access_fixtures.py, one case per rule; its pages say "Case <case>, page <path>")."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from harvest.models import CollectionMapping
+from storage.models import Capture
+from storage.services.access import exclusion_lift
+from tests.access import user_for
+from tests.access_fixtures import CASES, EXCLUDED, case_url
+from tests.storage.test_access_rules import INSIDE, OUTSIDE, STAFF, profile_of
+from webarchive.permissions import Role
+
+
+def expected_urls(profile: str, *, excluded_shown: bool) -> set[str]:
+    urls = {
+        case_url(case, path)
+        for case, profiles in CASES.items()
+        if profile in profiles
+        for path in ("/", "/page")
+    }
+    if excluded_shown and profile in CASES["open"]:
+        urls.add(EXCLUDED)
+    return urls
+
+
+@pytest.fixture(autouse=True)
+def _anonymous_reading(settings):
+    settings.ACCESS_ANONYMOUS = True
+
+
+@pytest.mark.parametrize("address", [INSIDE, OUTSIDE], ids=["inside", "outside"])
+@pytest.mark.parametrize("role", [None, Role.READER, *STAFF], ids=lambda role: str(role or "anonymous"))
+def test_each_role_finds_exactly_the_pages_its_rules_let_it_read(client, access_archive, role, address):
+    profile = profile_of(role, address)
+    if role is not None:
+        client.force_login(user_for(role))
+    expected = expected_urls(profile, excluded_shown=profile == "staff")
+
+    answer = client.get("/api/search/", {"q": "case", "page_size": 100}, REMOTE_ADDR=address)
+    assert answer.status_code == 200
+    body = answer.json()
+    assert {hit["url"] for hit in body["results"]} == expected
+    assert body["count"] == len(expected)
+    assert all(hit["captures"] == 1 for hit in body["results"])
+    # The facets count what the viewer reads, nothing more.
+    assert sum(facet["count"] for facet in body["facets"]["domain"]) == len(expected)
+    assert {facet["value"] for facet in body["facets"]["domain"]} == {url.split("/")[2] for url in expected}
+    definitions = Capture.objects.filter(url__in=expected).values("job__harvest_definition_id")
+    mapped = CollectionMapping.objects.filter(harvest_definition_id__in=definitions)
+    assert {facet["label"] for facet in body["facets"]["collection"]} == set(
+        mapped.values_list("collection__name", flat=True)
+    )
+    # A word only a closed page has finds nothing, not even a count.
+    closed = client.get("/api/search/", {"q": "staff"}, REMOTE_ADDR=address).json()
+    if profile == "staff":
+        assert closed["count"] >= 2
+    else:
+        assert closed["count"] == 0 and closed["results"] == [] and closed["facets"]["domain"] == []
+
+    page = client.get(reverse("storage:text_search"), {"q": "case", "page_size": 50}, REMOTE_ADDR=address)
+    assert page.status_code == 200
+    shown = {hit.url for hit in page.context["results"].hits}
+    assert shown == expected
+    content = page.content.decode()
+    for case in CASES:
+        if case_url(case) not in {url[: len(case_url(case))] for url in expected}:
+            assert f"Case {case}," not in content  # no snippet of a page the viewer may not read
+
+
+def test_an_exclusion_hides_its_page_from_search_until_it_is_lifted(client, access_archive):
+    client.force_login(user_for(Role.READER))
+    found = lambda: {hit["url"] for hit in client.get("/api/search/", {"q": "secret"}).json()["results"]}  # noqa: E731
+    assert found() == set()
+    exclusion_lift(exclusion=access_archive.exclusion, user=user_for(Role.CURATOR))
+    assert found() == {EXCLUDED}
+
+
+def test_anonymous_visitors_are_sent_to_log_in_when_the_site_does_not_open_reading(
+    client, access_archive, settings
+):
+    settings.ACCESS_ANONYMOUS = False
+    page = client.get(reverse("storage:text_search"), {"q": "case"})
+    assert page.status_code == 302 and page["Location"].startswith(reverse("login"))
+    assert client.get("/api/search/", {"q": "case"}).status_code in (401, 403)
