@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import base64
 import bisect
+import functools
 import io
 import itertools
 import json
@@ -48,7 +49,6 @@ import platform
 import queue
 import random
 import signal
-import statistics
 import sys
 import threading
 import time
@@ -183,7 +183,14 @@ RARE_SHARE = 1e-4  # the expected share of its language's documents a rare word 
 COMMON_WORD, PHRASE = "archives", "conseil municipal"
 # The common word's forms, at ranks where each is in about 20 %, 12 %, 7 % and 4 % of the texts: the
 # query (stemmed) matches about a third of them.
-PLACED = {"archives": 150, "archive": 260, "archivé": 420, "archived": 420, "archivage": 700, "archiving": 700}
+PLACED = {
+    "archives": 150,
+    "archive": 260,
+    "archivé": 420,
+    "archived": 420,
+    "archivage": 700,
+    "archiving": 700,
+}
 RARE_WORDS = {"fr": "palimpseste", "en": "palimpsest"}  # placed in the tail at RARE_SHARE
 SECTIONS = ("actualites", "culture", "sport", "politique", "economie", "agenda", "dossiers", "archives")
 TLDS = ("fr", "fr", "fr", "fr", "com", "org", "net", "eu", "be", "info")
@@ -206,6 +213,7 @@ class Vocabulary:
     rare_rank: int | None = None
 
 
+@functools.cache
 def vocabulary(language: str, seed: int):
     """The words of a language: real ones first, then made-up ones, the rare word in the tail."""
     import numpy as np
@@ -235,7 +243,7 @@ def vocabulary(language: str, seed: int):
     weights = (np.arange(len(words), dtype=np.float64) + ZIPF_SHIFT) ** -ZIPF_EXPONENT
     rare_rank = None
     if language in RARE_WORDS:
-        # The rank where a word is in RARE_SHARE of the documents: p × (words in a text) = share.
+        # The rank where a word is in RARE_SHARE of the documents: p * (words in a text) = share.
         mean_words = math.exp(BODY_WORDS[0] + BODY_WORDS[1] ** 2 / 2)
         target = RARE_SHARE / mean_words * weights.sum()
         rare_rank = min(len(words) - 1, int(target ** (-1 / ZIPF_EXPONENT) - ZIPF_SHIFT))
@@ -284,7 +292,8 @@ class Text:
         attribute = f' lang="{lang}"' if lang else ""
         return (
             f'<!doctype html>\n<html{attribute}><head><meta charset="utf-8"><title>{self.title}</title>'
-            '<link rel="stylesheet" href="/static/site.css"></head>\n<body><header><nav><a href="/">Accueil</a>'
+            '<link rel="stylesheet" href="/static/site.css"></head>\n<body><header><nav>'
+            '<a href="/">Accueil</a>'
             ' <a href="/actualites/">Actualités</a> <a href="/agenda/">Agenda</a> <a href="/contact/">'
             f"Contact</a></nav></header>\n<main><article><h1>{self.title}</h1>\n"
             + "\n".join(parts)
@@ -298,8 +307,8 @@ class Corpus:
     def __init__(self, seed: int = SEED):
         import numpy as np
 
-        self.vocabularies = {
-            language: vocabulary(language, seed + number)
+        self.vocabularies = {  # the same words for every corpus (a seed draws other texts)
+            language: vocabulary(language, SEED + number)
             for number, (language, _share) in enumerate(LANGUAGE_SHARES)
         }
         self.numbers = np.random.default_rng(seed)
@@ -347,7 +356,9 @@ class Corpus:
                 sentence = words[position : position + size if position + size < end else end]
                 position += size
                 if collocation < COLLOCATION_RATE:
-                    phrase = collocations[bisect.bisect(weights, collocation / COLLOCATION_RATE * weights[-1])]
+                    phrase = collocations[
+                        bisect.bisect(weights, collocation / COLLOCATION_RATE * weights[-1])
+                    ]
                     sentence.insert(int(where * len(sentence)), phrase)
                 sentence[0] = sentence[0].capitalize()
                 sentences.append(" ".join(sentence) + ".")
@@ -453,7 +464,9 @@ def write_warcs(directory: Path, pages: int, file_size: int, log) -> WarcSet:
 
     corpus = Corpus(SEED + 1)
     rng = random.Random(SEED + 1)  # noqa: S311 (test data, not secrets)
-    domains = [f"{rng.choice(SECTIONS)}-{number}.{rng.choice(TLDS)}" for number in range(max(3, pages // 100))]
+    domains = [
+        f"{rng.choice(SECTIONS)}-{number}.{rng.choice(TLDS)}" for number in range(max(3, pages // 100))
+    ]
     domain_weights = list(itertools.accumulate(1 / (rank + 5) for rank in range(len(domains))))
     files: list[Path] = []
     records = html_bytes = other_bytes = 0
@@ -498,13 +511,18 @@ def write_warcs(directory: Path, pages: int, file_size: int, log) -> WarcSet:
                 url,
                 "request",
                 http_headers=request,
-                warc_headers_dict={"WARC-Date": stamp, "WARC-Concurrent-To": record.rec_headers["WARC-Record-ID"]},
+                warc_headers_dict={
+                    "WARC-Date": stamp,
+                    "WARC-Concurrent-To": record.rec_headers["WARC-Record-ID"],
+                },
             )
         )
         records += 2
 
     roll()
-    span = int((datetime(LAST_YEAR + 1, 1, 1, tzinfo=UTC) - datetime(FIRST_YEAR, 1, 1, tzinfo=UTC)).total_seconds())
+    span = int(
+        (datetime(LAST_YEAR + 1, 1, 1, tzinfo=UTC) - datetime(FIRST_YEAR, 1, 1, tzinfo=UTC)).total_seconds()
+    )
     done = 0
     while done < pages:
         batch = corpus.texts(min(2000, pages - done))
@@ -671,7 +689,8 @@ def measure_indexing(warcs: WarcSet, *, workers: int, repeat: int, env: dict, lo
     documents = result.extracted[0]
     if not (documents == result.documents_read == result.texts == warcs.pages):
         result.problems.append(
-            f"pages {warcs.pages:,}, extracted alone {documents:,}, index_warcs read {result.documents_read:,},"
+            f"pages {warcs.pages:,}, extracted alone {documents:,},"
+            f" index_warcs read {result.documents_read:,},"
             f" texts in the index {result.texts:,}"
         )
     return result
@@ -686,8 +705,10 @@ def index_sizes() -> dict[str, int]:
         cursor.execute(
             "SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0) FROM pg_partition_tree("
             "'storage_searchtext')),"
-            " (SELECT coalesce(sum(pg_relation_size(relid)), 0) FROM pg_partition_tree('storage_searchtext_vector')),"
-            " (SELECT coalesce(sum(pg_relation_size(relid)), 0) FROM pg_partition_tree('storage_searchtext_pkey')),"
+            " (SELECT coalesce(sum(pg_relation_size(relid)), 0)"
+            " FROM pg_partition_tree('storage_searchtext_vector')),"
+            " (SELECT coalesce(sum(pg_relation_size(relid)), 0)"
+            " FROM pg_partition_tree('storage_searchtext_pkey')),"
             " pg_total_relation_size('storage_searchentry'), pg_total_relation_size('storage_capture')"
         )
         texts, vector, key, entries, captures = (int(value) for value in cursor.fetchone())
@@ -818,7 +839,7 @@ class Inserter:
                         f" {vector_sql()} FROM {stage}"
                     )
                     connection.execute(f"DROP TABLE {stage}")
-        except BaseException as error:  # noqa: BLE001 (reported by finish)
+        except BaseException as error:  # reported by finish()
             self.errors.append(error)
             while self.queue.get() is not None:  # let the producer finish
                 pass
@@ -859,7 +880,9 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
     rng = random.Random(SEED + 2)  # noqa: S311 (test data, not secrets)
     numbers = np.random.default_rng(SEED + 2)
     corpus = Corpus(SEED)
-    domains = [f"{rng.choice(SECTIONS)}-{number}.{rng.choice(TLDS)}" for number in range(max(20, count // 200))]
+    domains = [
+        f"{rng.choice(SECTIONS)}-{number}.{rng.choice(TLDS)}" for number in range(max(20, count // 200))
+    ]
     archive.domains = domains
     host_keys = [url_key(f"https://www.{domain}/").removesuffix("/") for domain in domains]
     domain_weights = list(itertools.accumulate(1 / (rank + 5) for rank in range(len(domains))))
@@ -901,7 +924,8 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
         " last_capture"
     )
     capture_columns = (
-        'urlkey, timestamp, url, record_type, mime, status, digest, length, "offset", record_id, warc_file_id,'
+        'urlkey, timestamp, url, record_type, mime, status, digest, length, "offset", record_id,'
+        " warc_file_id,"
         " job_id"
     )
     generating = copying = 0.0
@@ -940,7 +964,9 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
                     if (other, later) != (definition, year):
                         found.append((other, later))
                 for definition_id, entry_year in found:
-                    when = datetime(entry_year, 1, 1, tzinfo=UTC) + timedelta(seconds=rng.randrange(365 * 86400))
+                    when = datetime(entry_year, 1, 1, tzinfo=UTC) + timedelta(
+                        seconds=rng.randrange(365 * 86400)
+                    )
                     stamp = f"{when:%Y-%m-%d %H:%M:%S}+00"
                     entries.append(
                         f"{key}\t{url}\t{domain}\t{digest}\t{definition_id}\t{entry_year}\ttext/html\t"
@@ -1103,7 +1129,49 @@ def explain_analyze(sql: str, params) -> str:
 
     with connection.cursor() as cursor:
         cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
-        return "\n".join(row[0] for row in cursor.fetchall())
+        return collapse_plan([row[0] for row in cursor.fetchall()])
+
+
+def collapse_plan(lines: list[str], keep: int = 2) -> str:
+    """A plan with each Append's children after the first ``keep`` (the 16 partitions) summed up in one
+    line: how many, how many ran, their rows and the largest time of one."""
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        out.append(line)
+        index += 1
+        if not line.lstrip().startswith("->  Append") and not line.lstrip().startswith("->  Parallel Append"):
+            continue
+        depth = len(line) - len(line.lstrip())
+        children: list[list[str]] = []
+        while index < len(lines):
+            current = lines[index]
+            indent = len(current) - len(current.lstrip())
+            if indent <= depth:
+                break
+            if indent == depth + 6 and current.lstrip().startswith("->"):
+                children.append([])
+            if children:
+                children[-1].append(current)
+            else:
+                out.append(current)  # the Append's own lines (Buffers)
+            index += 1
+        for child in children[:keep]:
+            out.extend(child)
+        rest = children[keep:]
+        if rest:
+            heads = [child[0] for child in rest]
+            ran = [head for head in heads if "never executed" not in head]
+            rows = sum(int(part.split()[0]) for head in ran for part in head.split("rows=")[2:3])
+            slowest = max(
+                (float(head.split("actual time=")[1].split("..")[1].split()[0]) for head in ran), default=0.0
+            )
+            out.append(
+                " " * (depth + 6) + f"->  … {len(rest)} more like these: {len(ran)} executed, {rows:,} rows,"
+                f" the slowest {slowest:.1f} ms"
+            )
+    return "\n".join(out)
 
 
 def statement_text(sql: str, params) -> str:
@@ -1209,7 +1277,8 @@ def report_size(indexing: IndexingResult | None, archive: Archive | None, sizes:
             f"| part 2: {archive.documents:,} documents | {_mb(sizes['texts_heap'])}"
             f" | {_mb(sizes['vector_index'])} | {_mb(sizes['texts_key'])} | {_mb(sizes['entries'])}"
             f" | **{_mb(sizes['fulltext'])}** | {sizes['fulltext'] / archive.documents / 1e3:.1f}"
-            f" | **{per_million / 1e9:,.2f} GB per million documents**; capture index {_mb(sizes['captures'])} MB |"
+            f" | **{per_million / 1e9:,.2f} GB per million documents**; capture index"
+            f" {_mb(sizes['captures'])} MB |"
         )
     return lines
 
@@ -1221,12 +1290,13 @@ def report_queries(archive: Archive, measured: list[Measured], runs: int, load: 
         f"### 2. Queries with {archive.documents:,} documents",
         "",
         f"- data: {archive.documents:,} texts ({languages}), {archive.entries:,} entries and as many"
-        f" captures, {archive.urls:,} URLs on {len(archive.domains):,} sites, {FIRST_YEAR}–{LAST_YEAR},"
+        f" captures, {archive.urls:,} URLs on {len(archive.domains):,} sites, {FIRST_YEAR} to {LAST_YEAR},"
         f" {len(archive.definitions)} harvest definitions (readers may read 2: {100 * 0.8:.0f} % of the"
         " entries)",
         f"- load: {seconds['loading']:.0f} s (generating the texts {seconds['generating']:.0f} s, COPY"
         f" {seconds['copying']:.0f} s, vectors computed by `INSERT … SELECT` alongside), GIN index"
-        f" {seconds['vector index']:.0f} s, other indexes {seconds['indexes'] - seconds['vector index']:.0f} s,"
+        f" {seconds['vector index']:.0f} s, other indexes"
+        f" {seconds['indexes'] - seconds['vector index']:.0f} s,"
         f" VACUUM ANALYZE {seconds['vacuum analyze']:.0f} s",
         f"- each query {runs} times after 2 warm-up runs, through `archive_search` (in process, a kept"
         " connection; no HTTP); *SQL* is the time in its statements, *slowest* its slowest statement",
@@ -1241,7 +1311,8 @@ def report_queries(archive: Archive, measured: list[Measured], runs: int, load: 
         lines.append(
             f"| {item.query.label} (`{item.query.text}`) | {item.viewer} | {item.matching:,} | {hits}"
             f" | {p50:.1f} | {p95:.1f} | {max(item.latencies) * 1000:.1f}"
-            f" | {item.percentile(0.5, item.sql) * 1000:.1f} | {item.percentile(0.5, item.slowest) * 1000:.1f}"
+            f" | {item.percentile(0.5, item.sql) * 1000:.1f}"
+            f" | {item.percentile(0.5, item.slowest) * 1000:.1f}"
             f" | {item.statements} | {_verdict(p95 < GOAL_P95_MS)} |"
         )
     lines += [
@@ -1253,7 +1324,8 @@ def report_queries(archive: Archive, measured: list[Measured], runs: int, load: 
             sql, params = item.slowest_sql
             lines += [
                 "",
-                f"EXPLAIN (ANALYZE, BUFFERS) of the slowest statement of {item.query.label} as {item.viewer}:",
+                f"EXPLAIN (ANALYZE, BUFFERS) of the slowest statement of {item.query.label}"
+                f" as {item.viewer}:",
                 "```",
                 statement_text(sql, params)[:3000],
                 "",
@@ -1268,18 +1340,20 @@ def report_summary(indexing, archive, measured, sizes) -> list[str]:
     if indexing is not None:
         ratio = indexing.contenders["ours"].best / indexing.contenders["peer"].best
         lines.append(
-            f"| index_warcs within {GOAL_EXTRACTION}× of extraction alone ({indexing.workers} processes each)"
-            f" | {ratio:.2f}× | {_verdict(ratio <= GOAL_EXTRACTION)} |"
+            f"| index_warcs within {GOAL_EXTRACTION}x of extraction alone ({indexing.workers} processes each)"
+            f" | {ratio:.2f}x | {_verdict(ratio <= GOAL_EXTRACTION)} |"
         )
     for item in measured or []:
         p95 = item.percentile(0.95) * 1000
         lines.append(
-            f"| p95 < {GOAL_P95_MS:.0f} ms, {item.query.label}, {item.viewer}, {archive.documents:,} documents"
+            f"| p95 < {GOAL_P95_MS:.0f} ms, {item.query.label}, {item.viewer},"
+            f" {archive.documents:,} documents"
             f" | {p95:.1f} ms | {_verdict(p95 < GOAL_P95_MS)} |"
         )
     if indexing is not None:
         lines.append(
-            f"| full-text index / WARC files (part 1) | {indexing.sizes['fulltext'] / indexing.warcs.size:.2f}"
+            "| full-text index / WARC files (part 1)"
+            f" | {indexing.sizes['fulltext'] / indexing.warcs.size:.2f}"
             " | (no goal; reported) |"
         )
     if archive is not None and sizes is not None:
@@ -1306,9 +1380,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes of part 1, each")
     parser.add_argument("--repeat", type=int, default=2, help="runs of part 1 (the best is kept)")
     parser.add_argument("--documents", type=int, default=1_000_000, help="documents loaded for part 2")
-    parser.add_argument("--connections", type=int, default=1, help="connections computing vectors in the load")
+    parser.add_argument(
+        "--connections", type=int, default=2, help="connections computing vectors in the load"
+    )
     parser.add_argument("--runs", type=int, default=30, help="runs of each query and viewer (part 2)")
-    parser.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE every query's slowest statement")
+    parser.add_argument(
+        "--explain", action="store_true", help="EXPLAIN ANALYZE every query's slowest statement"
+    )
     parser.add_argument(
         "--database-url",
         default=DEFAULT_DATABASE_URL,
@@ -1322,7 +1400,10 @@ def main(argv: list[str] | None = None) -> int:
     parts = [part.strip() for part in args.only.split(",") if part.strip()]
     if not parts or set(parts) - set(PARTS):
         parser.error(f"--only: some of {', '.join(PARTS)}")
-    if min(args.pages, args.file_mb, args.workers, args.repeat, args.documents, args.runs, args.connections) < 1:
+    if (
+        min(args.pages, args.file_mb, args.workers, args.repeat, args.documents, args.runs, args.connections)
+        < 1
+    ):
         parser.error("sizes, --workers, --repeat, --runs and --connections must be positive")
 
     def log(text: str) -> None:

@@ -15,6 +15,9 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.urls import reverse
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
@@ -411,3 +414,45 @@ def test_the_api_is_closed_to_anonymous_visitors_unless_the_site_opens_reading(
     settings.ACCESS_ANONYMOUS = True
     answer = client.get("/api/search/", {"q": "cafe"})
     assert answer.status_code == 200 and answer.json()["count"] == 0  # nothing open
+
+
+TOKENS = [
+    "cafe",
+    "été",
+    "OR",
+    "or",
+    "-",
+    '"',
+    "-cafe",
+    '"quiet',
+    'harbour"',
+    "*",
+    "(",
+    ")",
+    ":",
+    "^",
+    "NEAR",
+    "NOT",
+]
+QUERY_TEXT = st.lists(
+    st.sampled_from(TOKENS) | st.text(alphabet="abé\"-*():^~+|&!'\\«»€\x00\x02\x03\n\t", max_size=6),
+    max_size=12,
+).map(" ".join)
+
+
+@hypothesis_settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(text=QUERY_TEXT)
+def test_no_query_makes_the_search_fail(client, language_pages, user_with_role, text):
+    """Whatever is typed, the answer is hits or a 400 saying what is wrong: never a 500."""
+    client.force_login(user_with_role(Role.ENGINEER))
+    answer = client.get("/api/search/", {"q": text})
+    assert answer.status_code in (200, 400), (text, answer.content[:300])
+    if answer.status_code == 400:
+        assert answer.json()["q"]
+    page = client.get(reverse("storage:text_search"), {"q": text})
+    assert page.status_code == 200
