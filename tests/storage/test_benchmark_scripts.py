@@ -279,3 +279,45 @@ def test_storage_benchmark_replicates_and_audits_against_cp_and_sha256sum(db, tm
     assert list(work.iterdir()) == []
     if ON_POSTGRESQL:
         assert not _database_exists(name)
+
+
+# benchmarks/fulltext.py ----------------------------------------------------------------------------
+
+
+@POSTGRESQL_ONLY
+def test_fulltext_benchmark_indexes_loads_and_searches_as_staff_and_reader(db, tmp_path):
+    name = f"bench_fulltext_test_{os.getpid()}"
+    database = ["--database-url", _url(name)]
+
+    done = _run(BENCHMARKS / "fulltext.py", "--smoke", "--data", str(tmp_path), *database, timeout=300)
+
+    assert done.returncode == 0, done.stderr
+    report = done.stdout
+    assert report.startswith("## Full-text index: indexing, queries and size on PostgreSQL")
+    # Part 1: index_warcs read every page that extraction alone read, and indexed each text once, in
+    # the languages the pages are written in.
+    assert "| `manage.py index_warcs FILES --workers " in report
+    assert "(0 errors); index_warcs read 300; texts in the index 300, entries 300;" in report
+    languages = next(line for line in report.splitlines() if line.startswith("- documents: 300 pages;"))
+    assert "fr " in languages.split("languages detected: ")[1]
+    assert "en " in languages.split("languages detected: ")[1]
+    # Part 2: each query as staff and as a reader; a reader matches a part of what staff matches.
+    matching = {}
+    for line in report.splitlines():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        if len(cells) == 11 and cells[1] in ("staff", "reader"):
+            matching[(cells[0].split(" (`")[0], cells[1])] = int(cells[2].replace(",", ""))
+    labels = {label for label, _viewer in matching}
+    assert len(matching) == 10
+    assert {"common word", "rare word", "phrase", "common word, year 2020"} <= labels
+    for label in labels:
+        assert 0 <= matching[(label, "reader")] <= matching[(label, "staff")], label
+    assert matching[("common word", "staff")] > matching[("phrase", "staff")] > 0
+    assert matching[("common word", "reader")] > 0
+    # Part 3 and the goals, each with its verdict; the database was the script's own, and is gone.
+    assert "| part 1: 300 pages |" in report
+    assert "| part 2: 3,000 documents |" in report
+    goals = report.split("### Goals")[1]
+    assert goals.count("| PASS |") + goals.count("| MISS |") == 11
+    assert list(tmp_path.rglob("*.warc.gz"))  # kept for the next run
+    assert not _database_exists(name)
