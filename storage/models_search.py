@@ -69,3 +69,24 @@ class SearchEntry(models.Model):
 
     def __str__(self):
         return f"{self.url} ({self.year})"
+
+
+class SearchAnchor(models.Model):
+    """The text of a link pointing to a URL, in an indexed page (by its digest): a page is also found
+    by the words other pages link to it with, by those who may read the pages that say them."""
+
+    target_urlkey = SurtKeyField(_("SURT key of the target"))
+    text = models.CharField(_("anchor text"), max_length=200)
+    source_digest = models.CharField(_("payload digest of the linking page"), max_length=140)
+
+    class Meta:
+        verbose_name = _("link anchor")
+        verbose_name_plural = _("link anchors")
+        constraints = [
+            models.UniqueConstraint(
+                fields=["target_urlkey", "text", "source_digest"], name="search_anchor_unique"
+            )
+        ]
+
+    def __str__(self):
+        return self.text

@@ -23,7 +23,7 @@ OpenSearch) for archives past one database server implements :class:`Backend`'s 
 
 # The SQL below is written from constants only (table, configuration and column names); every value,
 # the query first, is a parameter.
-# ruff: noqa: S608, S610
+# ruff: noqa: S608, S610, S611
 
 from __future__ import annotations
 
@@ -35,12 +35,15 @@ from datetime import datetime
 
 from django.db import connection
 from django.db.models import QuerySet
+from django.db.models.expressions import RawSQL
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from storage.models_search import SearchText
 
 CANDIDATES = 10_000  # matching entries read per search
+ANCHOR_RANK = 0.1  # what words in the links to a page add to its rank
+ANCHORS_SHOWN = 3
 MAX_QUERY = 500  # characters of a query
 MAX_TERMS = 32
 CONFIGS = {"fr": "archive_fr", "en": "archive_en"}
@@ -162,6 +165,10 @@ class Backend:
         """Digest → a snippet of its text around the matched words, marked with MARK_START/END."""
         raise NotImplementedError
 
+    def anchored(self, anchors: QuerySet, query: ParsedQuery) -> QuerySet:
+        """``anchors`` (link anchors) narrowed to those whose text matches (accents folded, no stemming)."""
+        raise NotImplementedError
+
 
 class PostgresBackend(Backend):
     def store(self, texts):
@@ -223,6 +230,12 @@ class PostgresBackend(Backend):
             params=[text] * count,
         )
 
+    def anchored(self, anchors, query):
+        matching = (
+            "SELECT id FROM storage_searchanchor WHERE vector @@ websearch_to_tsquery('archive_simple', %s)"
+        )
+        return anchors.filter(id__in=RawSQL(matching, [query.websearch()]))
+
     def headlines(self, digests, query):
         if not digests:
             return {}
@@ -252,6 +265,10 @@ class SqliteBackend(Backend):
             where=[f"{_FTS_NAME}.digest = storage_searchentry.digest", f"{_FTS_NAME} MATCH %s"],
             params=[query.fts5()],
         )
+
+    def anchored(self, anchors, query):
+        matching = "SELECT rowid FROM storage_searchanchor_fts WHERE storage_searchanchor_fts MATCH %s"
+        return anchors.filter(id__in=RawSQL(matching, [query.fts5()]))
 
     def headlines(self, digests, query):
         if not digests:
@@ -289,6 +306,7 @@ class Candidate:
     captures: int
     last_capture: datetime
     rank: float
+    anchored: bool = False  # found by the anchor text of links to it
 
 
 @dataclass
@@ -312,6 +330,8 @@ class Hit:
     capture_count: int = 0  # the URL's captures the reader may see
     capture: object = None  # the capture a hit opens (storage.models.Capture)
     replay: str = ""
+    anchored: bool = False
+    anchors: list[str] = field(default_factory=list)  # matching anchor texts of links to it
 
     @property
     def snippet_html(self) -> SafeString:
@@ -325,27 +345,59 @@ class Hit:
 SORTS = ("relevance", "newest", "oldest")
 
 
-def candidates(entries: QuerySet, query: ParsedQuery, language: str = "") -> tuple[list[Candidate], bool]:
-    """The matching entries (at most CANDIDATES) and whether there were more."""
+CANDIDATE_FIELDS = (
+    "urlkey",
+    "url",
+    "domain",
+    "digest",
+    "harvest_definition_id",
+    "year",
+    "mime",
+    "language",
+    "captures",
+    "last_capture",
+)
+
+
+def candidates(
+    entries: QuerySet, query: ParsedQuery, language: str = "", anchors: QuerySet | None = None
+) -> tuple[list[Candidate], bool]:
+    """The matching entries (at most CANDIDATES by their text, and as many by the anchor text of the
+    links to them, among ``anchors``) and whether there were more."""
+    engine = backend()
+    rows = engine.matching(entries, query, language).values_list("id", *CANDIDATE_FIELDS, "rank")
+    rows = list(rows[: CANDIDATES + 1])
+    capped = len(rows) > CANDIDATES
+    found = {row[0]: Candidate(*row[1:]) for row in rows[:CANDIDATES]}
+    if anchors is not None:
+        targets = engine.anchored(anchors, query).values("target_urlkey")
+        linked = list(
+            entries.filter(urlkey__in=targets).values_list("id", *CANDIDATE_FIELDS)[: CANDIDATES + 1]
+        )
+        capped = capped or len(linked) > CANDIDATES
+        for row in linked[:CANDIDATES]:
+            candidate = found.get(row[0])
+            if candidate is None:
+                candidate = found[row[0]] = Candidate(*row[1:], rank=0.0)
+            candidate.rank += ANCHOR_RANK
+            candidate.anchored = True
+    return list(found.values()), capped
+
+
+def anchor_texts(hits: list[Hit], query: ParsedQuery, anchors: QuerySet) -> None:
+    """Give the hits found by the links to them the matching anchor texts (a few each)."""
+    keys = [hit.urlkey for hit in hits if hit.anchored]
+    if not keys:
+        return
     rows = (
-        backend()
-        .matching(entries, query, language)
-        .values_list(
-            "urlkey",
-            "url",
-            "domain",
-            "digest",
-            "harvest_definition_id",
-            "year",
-            "mime",
-            "language",
-            "captures",
-            "last_capture",
-            "rank",
-        )[: CANDIDATES + 1]
+        backend().anchored(anchors.filter(target_urlkey__in=keys), query).values_list("target_urlkey", "text")
     )
-    found = [Candidate(*row) for row in rows]
-    return found[:CANDIDATES], len(found) > CANDIDATES
+    by_key: dict[str, list[str]] = defaultdict(list)
+    for key, text in rows.order_by("target_urlkey", "text")[: len(keys) * 50]:
+        if text not in by_key[key] and len(by_key[key]) < ANCHORS_SHOWN:
+            by_key[key].append(text)
+    for hit in hits:
+        hit.anchors = by_key.get(hit.urlkey, [])
 
 
 def group(found: list[Candidate]) -> list[Hit]:
@@ -372,6 +424,7 @@ def group(found: list[Candidate]) -> list[Hit]:
                 entry.mime,
                 entry.language,
             )
+        hit.anchored = hit.anchored or entry.anchored
         hit.last_capture = max(hit.last_capture, entry.last_capture)
         hit.captures += entry.captures
         hit.definitions.add(entry.definition)

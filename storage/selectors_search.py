@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 from django.utils.translation import get_language_info
 from django.utils.translation import gettext as _
 
@@ -19,7 +19,7 @@ from harvest.models import CollectionMapping
 from storage import access, search
 from storage.access import Viewer
 from storage.models import Capture
-from storage.models_search import SearchEntry
+from storage.models_search import SearchAnchor, SearchEntry
 from storage.replay import replay_url
 
 PER_PAGE = 20
@@ -90,6 +90,13 @@ def searchable_entries(viewer: Viewer, day=None):
     return entries.filter(harvest_definition_id__in=definitions).exclude(access.excluded(day))
 
 
+def searchable_anchors(viewer: Viewer, entries):
+    """The link anchors the viewer may search: those of pages the viewer may read (``entries``)."""
+    if viewer.is_staff:
+        return SearchAnchor.objects.all()
+    return SearchAnchor.objects.filter(Exists(entries.filter(digest=OuterRef("source_digest"))))
+
+
 def collections_of_definitions() -> dict[int, list[tuple[int, str]]]:
     """Harvest definition id → the collections mapped to it (id, name)."""
     mapped: dict[int, list[tuple[int, str]]] = {}
@@ -104,6 +111,7 @@ def collections_of_definitions() -> dict[int, list[tuple[int, str]]]:
 def archive_search(request: SearchRequest, viewer: Viewer) -> SearchResults:
     """Search the archive's text as ``viewer`` may read it."""
     entries = searchable_entries(viewer)
+    anchors = searchable_anchors(viewer, entries)
     filters = request.filters()
     mapped = collections_of_definitions()
     if "domain" in filters:
@@ -121,12 +129,13 @@ def archive_search(request: SearchRequest, viewer: Viewer) -> SearchResults:
             if any(collection == filters["collection"] for collection, _name in collections)
         ]
         entries = entries.filter(harvest_definition_id__in=definitions)
-    found, capped = search.candidates(entries, request.query, request.language)
+    found, capped = search.candidates(entries, request.query, request.language, anchors)
     hits = search.ordered(search.group(found), request.sort)
     results = SearchResults(request, [], len(hits), capped, _facets(hits, mapped, filters))
     start = (request.page - 1) * request.per_page
     results.hits = hits[start : start + request.per_page]
     search.add_snippets(results.hits, request.query)
+    search.anchor_texts(results.hits, request.query, anchors)
     _add_captures(results.hits, viewer)
     for hit in results.hits:
         hit.collections = [

@@ -54,6 +54,9 @@ class HitSerializer(serializers.Serializer):
     collection = serializers.CharField(help_text=_("The first collection the capture belongs to."))
     collections = serializers.ListField(child=serializers.CharField())
     captures = serializers.IntegerField(help_text=_("The URL's captures the caller may read."))
+    anchors = serializers.ListField(
+        child=serializers.CharField(), help_text=_("Texts of links to this URL that hold the words.")
+    )
     capture = serializers.CharField(help_text=_("The capture's page in the Access area."))
     replay = serializers.CharField()
 
@@ -111,6 +114,7 @@ class SearchView(APIView):
                 "collection": hit.collections[0] if hit.collections else "",
                 "collections": hit.collections,
                 "captures": hit.capture_count,
+                "anchors": hit.anchors,
                 "capture": request.build_absolute_uri(
                     reverse("storage:capture_detail", args=[hit.capture.pk])
                 )

@@ -41,6 +41,12 @@ POSTGRESQL = [
     ),
     "CREATE INDEX storage_searchtext_vector ON storage_searchtext USING gin (vector)",
 ]
+# Link anchors: short texts of any language, accents folded, not stemmed; the vector follows the text.
+POSTGRESQL_ANCHORS = [
+    "ALTER TABLE storage_searchanchor ADD COLUMN vector tsvector"
+    " GENERATED ALWAYS AS (to_tsvector('archive_simple'::regconfig, text)) STORED",
+    "CREATE INDEX storage_searchanchor_vector ON storage_searchanchor USING gin (vector)",
+]
 POSTGRESQL_DROP = [
     "DROP TABLE storage_searchtext",
     *(f"DROP TEXT SEARCH CONFIGURATION {name}" for name in ("archive_fr", "archive_en", "archive_simple")),
@@ -56,6 +62,16 @@ SQLITE = [
     "CREATE TRIGGER storage_searchtext_fts_delete AFTER DELETE ON storage_searchtext "
     "BEGIN DELETE FROM storage_searchtext_fts WHERE digest = old.digest; END",
 ]
+SQLITE_ANCHORS = [
+    "CREATE VIRTUAL TABLE storage_searchanchor_fts USING fts5("
+    "content = 'storage_searchanchor', content_rowid = 'id', text,"
+    " tokenize = 'unicode61 remove_diacritics 2')",
+    "CREATE TRIGGER storage_searchanchor_fts_insert AFTER INSERT ON storage_searchanchor "
+    "BEGIN INSERT INTO storage_searchanchor_fts (rowid, text) VALUES (new.id, new.text); END",
+    "CREATE TRIGGER storage_searchanchor_fts_delete AFTER DELETE ON storage_searchanchor "
+    "BEGIN INSERT INTO storage_searchanchor_fts (storage_searchanchor_fts, rowid, text)"
+    " VALUES ('delete', old.id, old.text); END",
+]
 
 
 def create_text_table(apps, schema_editor):
@@ -67,6 +83,17 @@ def create_text_table(apps, schema_editor):
     if schema_editor.connection.vendor == "sqlite":
         for statement in SQLITE:
             schema_editor.execute(statement)
+
+
+def index_anchors(apps, schema_editor):
+    vendor = schema_editor.connection.vendor
+    for statement in {"postgresql": POSTGRESQL_ANCHORS, "sqlite": SQLITE_ANCHORS}.get(vendor, []):
+        schema_editor.execute(statement)
+
+
+def unindex_anchors(apps, schema_editor):
+    if schema_editor.connection.vendor == "sqlite":
+        schema_editor.execute("DROP TABLE storage_searchanchor_fts")
 
 
 def drop_text_table(apps, schema_editor):
@@ -156,4 +183,31 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        migrations.CreateModel(
+            name="SearchAnchor",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("target_urlkey", storage.models.SurtKeyField(verbose_name="SURT key of the target")),
+                ("text", models.CharField(max_length=200, verbose_name="anchor text")),
+                (
+                    "source_digest",
+                    models.CharField(max_length=140, verbose_name="payload digest of the linking page"),
+                ),
+            ],
+            options={
+                "verbose_name": "link anchor",
+                "verbose_name_plural": "link anchors",
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("target_urlkey", "text", "source_digest"), name="search_anchor_unique"
+                    )
+                ],
+            },
+        ),
+        migrations.RunPython(index_anchors, unindex_anchors),
     ]

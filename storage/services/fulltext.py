@@ -18,13 +18,14 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import urljoin
 
 from django.db import transaction
 from django.utils import timezone
 
 from storage import search
 from storage.models import Capture
-from storage.models_search import SearchEntry, SearchText
+from storage.models_search import SearchAnchor, SearchEntry, SearchText
 from storage.selectors import RecordPayload, RecordUnavailable
 from storage.textextract import (
     MAX_PAYLOAD,
@@ -43,6 +44,8 @@ logger = logging.getLogger(__name__)
 
 INDEXED_RECORDS = ("response", "resource")
 BATCH = 500
+MAX_ANCHORS = 200  # links of one document whose anchor text is kept
+MAX_LINK = 2000
 
 
 @dataclass
@@ -110,7 +113,48 @@ def texts_store(records: Iterable[RecordText]) -> TextIndexing:
     rows = list(texts.values())
     for start in range(0, len(rows), BATCH):
         search.backend().store(rows[start : start + BATCH])
+    anchors_store(records)
     return result
+
+
+def anchors_store(records: Iterable[RecordText]) -> int:
+    """Keep the anchor text of the links of documents just read, by the URL each link points to."""
+    rows: dict[tuple[str, str, str], SearchAnchor] = {}
+    for record in records:
+        if record.document is None or not record.digest:
+            continue
+        base = page_url(record.url)
+        own_key = _key(base)
+        for href, text in record.document.links[:MAX_ANCHORS]:
+            target = _link_target(base, href)
+            key = _key(target) if target else ""
+            if key and key != own_key:
+                rows.setdefault(
+                    (key, text, record.digest),
+                    SearchAnchor(target_urlkey=key, text=text, source_digest=record.digest),
+                )
+    SearchAnchor.objects.bulk_create(list(rows.values()), ignore_conflicts=True, batch_size=BATCH)
+    return len(rows)
+
+
+def _link_target(base: str, href: str) -> str:
+    """The absolute http(s) address a link points to, without its fragment; "" for anything else."""
+    href = href.strip()
+    if not href or href.startswith("#") or len(href) > MAX_LINK:
+        return ""
+    try:
+        target = urljoin(base, href)
+    except ValueError:
+        return ""
+    target = target.split("#", 1)[0]
+    return target if target.lower().startswith(("http://", "https://")) else ""
+
+
+def _key(url: str) -> str:
+    try:
+        return url_key(url)
+    except Exception:
+        return ""
 
 
 def entries_refresh(pairs: Iterable[tuple[str, str]]) -> int:

@@ -336,6 +336,34 @@ def test_a_hit_has_its_title_and_a_snippet_with_the_words_marked_and_the_page_es
     assert "<mark>meteor</mark>" in str(bad.snippet_html)
 
 
+def test_a_page_is_found_by_the_words_other_pages_link_to_it_with(db, tmp_path):
+    linking = (
+        '<html><body><p>Voir <a href="/musee/rapport.html">le rapport annuel du musée</a>, '
+        '<a href="http://ailleurs.fr/x#haut">ailleurs</a>, <a href="javascript:void(0)">rien</a>, '
+        '<a href="#top">haut de page</a>, <a href="http://[bad">cassé</a></p></body></html>'
+    ).encode()
+    path = write_pages(
+        tmp_path / "links.warc.gz",
+        [
+            ("http://musee.fr/", "text/html", linking),
+            (
+                "http://musee.fr/musee/rapport.html",
+                "text/html",
+                html("Exercice 2024", "Chiffres et tableaux"),
+            ),
+        ],
+    )
+    call_command("index_warcs", str(path), "--workers", "1", verbosity=0)
+    results = search_as("rapport annuel musee", sort="newest")
+    by_url = {hit.url: hit for hit in results.hits}
+    assert set(by_url) == {"http://musee.fr/", "http://musee.fr/musee/rapport.html"}
+    target = by_url["http://musee.fr/musee/rapport.html"]
+    assert target.anchored and target.anchors == ["le rapport annuel du musée"]
+    assert not by_url["http://musee.fr/"].anchored  # found by its own text
+    assert urls(search_as("ailleurs")) == ["http://musee.fr/"]  # a page not in the archive is no hit
+    assert urls(search_as("haut de page")) == ["http://musee.fr/"]  # a link to the page itself is not kept
+
+
 @pytest.mark.parametrize("query", ["", "   ", '""', "-word", "OR", "- -", "« »", "x" * 501])
 def test_a_query_that_asks_for_nothing_or_too_much_is_refused(query):
     with pytest.raises(search.QueryError):

@@ -10,9 +10,11 @@ from django.urls import reverse
 from harvest.models import CollectionMapping
 from storage.models import Capture
 from storage.services.access import exclusion_lift
+from storage.services.indexing import warc_file_index
 from tests.access import user_for
 from tests.access_fixtures import CASES, EXCLUDED, case_url
 from tests.storage.test_access_rules import INSIDE, OUTSIDE, STAFF, profile_of
+from tests.storage.test_fulltext import write_pages
 from webarchive.permissions import Role
 
 
@@ -87,3 +89,18 @@ def test_anonymous_visitors_are_sent_to_log_in_when_the_site_does_not_open_readi
     page = client.get(reverse("storage:text_search"), {"q": "case"})
     assert page.status_code == 302 and page["Location"].startswith(reverse("login"))
     assert client.get("/api/search/", {"q": "case"}).status_code in (401, 403)
+
+
+def test_the_words_of_links_in_a_closed_page_find_nothing_for_those_who_may_not_read_it(
+    client, access_archive, tmp_path
+):
+    body = b'<html><body><p>Staff notes: <a href="http://open.fr/">zeppelin voyage</a></p></body></html>'
+    path = write_pages(tmp_path / "closed-links.warc.gz", [("http://staff.fr/links", "text/html", body)])
+    warc_file_index(path=path, job_id=access_archive.captures["staff"].job_id)
+
+    client.force_login(user_for(Role.READER))
+    assert client.get("/api/search/", {"q": "zeppelin"}).json()["count"] == 0
+    client.force_login(user_for(Role.CURATOR))
+    hits = {hit["url"]: hit for hit in client.get("/api/search/", {"q": "zeppelin"}).json()["results"]}
+    assert set(hits) == {"http://open.fr/", "http://staff.fr/links"}
+    assert hits["http://open.fr/"]["anchors"] == ["zeppelin voyage"]
