@@ -559,9 +559,12 @@ ACCESS = {
     "api:warcfile-list": ("api", url("api:warcfile-list"), STAFF),
     "api:warcfile-detail": ("api", planning_url("api:warcfile-detail", new_warc_file), STAFF),
     "api:storagenode-list": ("api", url("api:storagenode-list"), ENGINEERS),
+    # Full-text search: readers and staff (anonymous callers when the site allows it: test_fulltext_access).
+    "api:search": ("api", lambda: reverse("api:search") + "?q=archive", ARCHIVE_READERS),
     "api:storagenode-detail": ("api", planning_url("api:storagenode-detail", new_storage_node), ENGINEERS),
     # The readers' pages: anonymous visitors too when the site allows them (see test_reading_pages).
     "storage:search": ("reading", url("storage:search"), READ_ALL),
+    "storage:text_search": ("reading", lambda: reverse("storage:text_search") + "?q=archive", READ_ALL),
     "storage:reading_room": ("reading", url("storage:reading_room"), READ_ALL),
     "storage:reading_room_collection": (
         "reading",
