@@ -127,4 +127,4 @@ def test_a_reader_lands_in_the_reading_room(client, entry_points):
     home = client.get(reverse("home"), follow=True)
     assert home.redirect_chain[-1][0] == reverse("storage:reading_room")
     nav = [link["label"] for area in home.context["nav_areas"] for link in area["pages"]]
-    assert nav == ["Reading room", "Search the archive"]
+    assert nav == ["Reading room", "Search the archive", "Search the text"]
