@@ -175,37 +175,30 @@ class PostgresBackend(Backend):
         if not texts:
             return 0
         columns = "digest, mime, language, title, headings, body, truncated, error, extracted_at"
-        vector = (
-            "CASE WHEN %s = '' THEN setweight(to_tsvector(%s::regconfig, %s), 'A')"
-            " || setweight(to_tsvector(%s::regconfig, %s), 'B') || to_tsvector(%s::regconfig, %s) END"
-        )
+        # Each text is sent once; the vector is computed from the row, in its language's configuration.
         statement = (
-            f"INSERT INTO storage_searchtext ({columns}, vector) "
-            f"VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, {vector}) ON CONFLICT (digest) DO NOTHING"
+            f"INSERT INTO storage_searchtext ({columns}, vector) SELECT {columns}, CASE WHEN error = '' THEN"
+            " setweight(to_tsvector(config::regconfig, title), 'A')"
+            " || setweight(to_tsvector(config::regconfig, headings), 'B')"
+            " || to_tsvector(config::regconfig, body) END"
+            f" FROM (VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)) AS text ({columns}, config)"
+            " ON CONFLICT (digest) DO NOTHING"
         )
-        rows = []
-        for text in texts:
-            config = config_of(text.language)
-            rows.append(
-                (
-                    text.digest,
-                    text.mime,
-                    text.language,
-                    text.title,
-                    text.headings,
-                    text.body,
-                    text.truncated,
-                    text.error,
-                    text.extracted_at,
-                    text.error,
-                    config,
-                    text.title,
-                    config,
-                    text.headings,
-                    config,
-                    text.body,
-                )
+        rows = [
+            (
+                text.digest,
+                text.mime,
+                text.language,
+                text.title,
+                text.headings,
+                text.body,
+                text.truncated,
+                text.error,
+                text.extracted_at,
+                config_of(text.language),
             )
+            for text in texts
+        ]
         with connection.cursor() as cursor:
             cursor.executemany(statement, rows)
         return len(rows)
