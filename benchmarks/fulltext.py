@@ -2,13 +2,15 @@
 1,000,000 documents, and the index's size against the WARC files'.
 
     .venv/bin/python benchmarks/fulltext.py [--only indexing,queries] [--pages N] [--workers N]
-        [--repeat N] [--documents N] [--runs N] [--data DIR] [--database-url URL] [--explain] [--smoke]
+        [--repeat N] [--documents N] [--connections N] [--runs N] [--data DIR] [--database-url URL]
+        [--explain] [--smoke]
 
 The texts are generated, French (60 %), English (35 %) and Spanish (5 %): each language's function
 words, a few hundred real content words with their inflected forms, accented, and 200,000 made-up
 words, drawn with a Zipf law (exponent 1.1), so that some words are in a quarter of the documents
 and others in a handful; collocations ("conseil municipal") make phrases that match fewer
 documents than their words. Language detection, stemming and accent folding all have work to do.
+Each page links to 4 pages of its site's menu and to 5 others ("read also"), with anchor texts.
 
 1. **indexing** (``--pages`` HTML pages of those texts, default 20,000, in gzip WARC files written
    with warcio, built once and kept under ``--data``, default ``var/bench/fulltext``): in turns,
@@ -19,15 +21,16 @@ documents than their words. Language detection, stemming and accent folding all 
    of WARC, and the ratio (goal: index_warcs within 1.5x of extraction alone).
 2. **queries** (``--documents`` texts, default 1,000,000, loaded directly: COPY into a staging
    table, then ``INSERT … SELECT`` into ``storage_searchtext`` computing the vector as
-   ``storage.search.PostgresBackend.store`` does, the search entries and one capture each by COPY,
-   the indexes built after the load, then VACUUM ANALYZE): a common word, a rare word, a phrase,
+   ``storage.search.PostgresBackend.store`` does, on ``--connections`` connections while the next
+   texts are generated; the search entries, one capture each and the link anchors by COPY; the
+   indexes built after the load, then VACUUM ANALYZE): a common word, a rare word, a phrase,
    and the common word filtered by domain and by year, each through
    ``storage.selectors_search.archive_search`` (what /api/search/ calls) as staff and as a reader
    (readers may read the captures of two of the four harvest definitions), ``--runs`` times each
    after a warm-up: p50 and p95 (goal: p95 < 200 ms), the time in SQL, and EXPLAIN ANALYZE of the
    slowest statement of each query that misses the goal (of every query with ``--explain``).
-3. **size**: the full-text tables (every partition, TOAST and index; the entries) against the bytes
-   of the WARC files of part 1, and per million documents from part 2.
+3. **size**: the full-text tables (every partition, TOAST and index; the entries, the anchors)
+   against the bytes of the WARC files of part 1, and per million documents from part 2.
 
 The database (``bench_fulltext`` on 127.0.0.1:5432 by default) is created by the script, refused if
 it exists, migrated and dropped at the end, also on an error or Ctrl-C. It prints the results as
@@ -67,7 +70,7 @@ MANIFEST = "manifest.json"
 GOAL_EXTRACTION = 1.5  # index_warcs within 1.5x of the time of extraction alone
 GOAL_P95_MS = 200.0
 SEED = 20240124
-GENERATOR = 1  # the version of the generated texts: a WARC set built by another is built again
+GENERATOR = 2  # the version of the generated texts: a WARC set built by another is built again
 PARTS = ("indexing", "queries")
 SMOKE = {"pages": 300, "documents": 3000, "runs": 3, "repeat": 1, "file_mb": 1}
 
@@ -195,6 +198,13 @@ RARE_WORDS = {"fr": "palimpseste", "en": "palimpsest"}  # placed in the tail at 
 SECTIONS = ("actualites", "culture", "sport", "politique", "economie", "agenda", "dossiers", "archives")
 TLDS = ("fr", "fr", "fr", "fr", "com", "org", "net", "eu", "be", "info")
 FIRST_YEAR, LAST_YEAR = 2015, 2025
+NAVIGATION_PATHS = ("/", "/actualites/", "/agenda/", "/contact/")  # every page's menu
+NAVIGATION = {
+    "fr": ("Accueil", "Actualités", "Agenda", "Contact"),
+    "en": ("Home", "News", "Events", "Contact"),
+    "es": ("Inicio", "Noticias", "Agenda", "Contacto"),
+}
+RELATED_LINKS = 5  # "read also" links of a page to other pages of its site, their anchor texts 2 to 5 words
 
 
 def _words(text: str) -> list[str]:
@@ -261,28 +271,41 @@ def vocabulary(language: str, seed: int):
 
 @dataclass(slots=True)
 class Text:
-    """A generated document: its language, title, headings (h2) and paragraphs."""
+    """A generated document: its language, title, headings (h2), paragraphs, and the anchor texts of
+    its links to other pages of its site ("read also")."""
 
     language: str
     title: str
     headings: list[str]
     paragraphs: list[str]
+    related: list[str]
 
     def heading_text(self) -> str:
         """What the extractor keeps as headings: h1 (the title here) and the h2s."""
         return "\n".join([self.title, *self.headings])
 
     def body(self) -> str:
-        """The visible text as the extractor gives it: the h1, then each h2 before its paragraphs."""
-        lines = [self.title]
+        """The visible text as the extractor gives it: the menu, the h1, each h2 before its paragraphs,
+        the links to other pages."""
+        lines = [" ".join(NAVIGATION[self.language]), self.title]
         per_heading = max(1, len(self.paragraphs) // (len(self.headings) + 1))
         for index, paragraph in enumerate(self.paragraphs):
             if index and index % per_heading == 0 and index // per_heading <= len(self.headings):
                 lines.append(self.headings[index // per_heading - 1])
             lines.append(paragraph)
-        return "\n".join(lines)
+        return "\n".join([*lines, *self.related])
 
-    def html(self, lang: str) -> str:
+    def anchors(self, home: str, links: list[str]) -> list[tuple[str, str]]:
+        """(target, anchor text) of the page's links: the menu's (``home`` + each path: its site's root
+        as a URL or a SURT key), then the "read also" links to ``links``."""
+        menu = [
+            (home + path, text)
+            for path, text in zip(NAVIGATION_PATHS, NAVIGATION[self.language], strict=True)
+        ]
+        return menu + list(zip(links, self.related, strict=True))
+
+    def html(self, lang: str, links: list[str]) -> str:
+        """The page, its "read also" links to the URLs ``links``."""
         per_heading = max(1, len(self.paragraphs) // (len(self.headings) + 1))
         parts = []
         for index, paragraph in enumerate(self.paragraphs):
@@ -290,14 +313,19 @@ class Text:
                 parts.append(f"<h2>{self.headings[index // per_heading - 1]}</h2>")
             parts.append(f"<p>{paragraph}</p>")
         attribute = f' lang="{lang}"' if lang else ""
+        menu = " ".join(
+            f'<a href="{path}">{text}</a>'
+            for path, text in zip(NAVIGATION_PATHS, NAVIGATION[self.language], strict=True)
+        )
+        related = "".join(
+            f'<li><a href="{url}">{text}</a></li>' for url, text in zip(links, self.related, strict=True)
+        )
         return (
             f'<!doctype html>\n<html{attribute}><head><meta charset="utf-8"><title>{self.title}</title>'
-            '<link rel="stylesheet" href="/static/site.css"></head>\n<body><header><nav>'
-            '<a href="/">Accueil</a>'
-            ' <a href="/actualites/">Actualités</a> <a href="/agenda/">Agenda</a> <a href="/contact/">'
-            f"Contact</a></nav></header>\n<main><article><h1>{self.title}</h1>\n"
+            '<link rel="stylesheet" href="/static/site.css"></head>\n'
+            f"<body><header><nav>{menu}</nav></header>\n<main><article><h1>{self.title}</h1>\n"
             + "\n".join(parts)
-            + "\n</article></main>\n<footer><p>Mentions légales. Plan du site.</p></footer></body></html>\n"
+            + f'\n</article><ul class="related">{related}</ul></main>\n</body></html>\n'
         )
 
 
@@ -331,12 +359,13 @@ class Corpus:
         title_lengths = numbers.integers(3, 9, count).tolist()
         heading_counts = numbers.integers(1, 4, count).tolist()
         heading_lengths = numbers.integers(2, 7, sum(heading_counts)).tolist()
-        total = sum(lengths) + sum(title_lengths) + sum(heading_lengths)
+        related_lengths = numbers.integers(2, 6, RELATED_LINKS * count).tolist()
+        total = sum(lengths) + sum(title_lengths) + sum(heading_lengths) + sum(related_lengths)
         draws = numbers.random(total) * vocabulary.cumulative[-1]
         words = vocabulary.words[vocabulary.cumulative.searchsorted(draws)].tolist()
         sizes = numbers.integers(6, 19, total // 6 + 1).tolist()  # sentences' lengths in words
         coins = numbers.random(3 * len(sizes)).tolist()
-        texts, position, heading, sentence_number = [], 0, 0, 0
+        texts, position, heading, sentence_number, link = [], 0, 0, 0, 0
         collocations, weights = vocabulary.collocations, vocabulary.collocation_weights
         for length, title_length, headings in zip(lengths, title_lengths, heading_counts, strict=True):
             title = " ".join(words[position : position + title_length]).capitalize()
@@ -368,17 +397,14 @@ class Corpus:
             position = end
             if sentences:
                 paragraphs.append(" ".join(sentences))
-            texts.append(Text(vocabulary.language, title, titles, paragraphs))
+            related = []
+            for _ in range(RELATED_LINKS):
+                size = related_lengths[link]
+                link += 1
+                related.append(" ".join(words[position : position + size]).capitalize())
+                position += size
+            texts.append(Text(vocabulary.language, title, titles, paragraphs, related))
         return texts
-
-    def rare_share(self, language: str) -> float:
-        """The expected share of a language's documents that hold its rare word."""
-        vocabulary = self.vocabularies[language]
-        weights = vocabulary.cumulative
-        rank = vocabulary.rare_rank
-        probability = (weights[rank] - (weights[rank - 1] if rank else 0)) / weights[-1]
-        mean_words = math.exp(BODY_WORDS[0] + BODY_WORDS[1] ** 2 / 2)
-        return 1 - (1 - probability) ** mean_words
 
 
 def digest_of(raw: bytes) -> str:
@@ -523,12 +549,22 @@ def write_warcs(directory: Path, pages: int, file_size: int, log) -> WarcSet:
     span = int(
         (datetime(LAST_YEAR + 1, 1, 1, tzinfo=UTC) - datetime(FIRST_YEAR, 1, 1, tzinfo=UTC)).total_seconds()
     )
+    # Each page's site, drawn first so that a page links to pages of its own site.
+    site_of = [bisect.bisect(domain_weights, rng.random() * domain_weights[-1]) for _ in range(pages)]
+    site_pages: dict[int, list[int]] = {}
+    for number, site in enumerate(site_of):
+        site_pages.setdefault(site, []).append(number)
+
+    def page_url(number: int) -> str:
+        return f"https://www.{domains[site_of[number]]}/{SECTIONS[number % len(SECTIONS)]}/page-{number}.html"
+
     done = 0
     while done < pages:
         batch = corpus.texts(min(2000, pages - done))
         for text in batch:
-            domain = domains[bisect.bisect(domain_weights, rng.random() * domain_weights[-1])]
+            domain = domains[site_of[done]]
             origin = f"https://www.{domain}"
+            links = [page_url(rng.choice(site_pages[site_of[done]])) for _ in text.related]
             when = datetime(FIRST_YEAR, 1, 1, tzinfo=UTC) + timedelta(seconds=rng.randrange(span))
             if domain not in styled:
                 styled.add(domain)
@@ -536,8 +572,8 @@ def write_warcs(directory: Path, pages: int, file_size: int, log) -> WarcSet:
                 write(f"{origin}/static/site.css", when, "text/css", css)
                 other_bytes += len(css)
             lang = text.language if rng.random() < 0.9 else ""
-            body = text.html(lang).encode()
-            write(f"{origin}/{rng.choice(SECTIONS)}/page-{done}.html", when, "text/html; charset=utf-8", body)
+            body = text.html(lang, links).encode()
+            write(page_url(done), when, "text/html; charset=utf-8", body)
             html_bytes += len(body)
             languages[text.language] += 1
             if rng.random() < 0.25:
@@ -709,16 +745,18 @@ def index_sizes() -> dict[str, int]:
             " FROM pg_partition_tree('storage_searchtext_vector')),"
             " (SELECT coalesce(sum(pg_relation_size(relid)), 0)"
             " FROM pg_partition_tree('storage_searchtext_pkey')),"
-            " pg_total_relation_size('storage_searchentry'), pg_total_relation_size('storage_capture')"
+            " pg_total_relation_size('storage_searchentry'), pg_total_relation_size('storage_searchanchor'),"
+            " pg_total_relation_size('storage_capture')"
         )
-        texts, vector, key, entries, captures = (int(value) for value in cursor.fetchone())
+        texts, vector, key, entries, anchors, captures = (int(value) for value in cursor.fetchone())
     return {
         "texts": texts,
         "texts_heap": texts - vector - key,
         "vector_index": vector,
         "texts_key": key,
         "entries": entries,
-        "fulltext": texts + entries,
+        "anchors": anchors,
+        "fulltext": texts + entries + anchors,
         "captures": captures,
     }
 
@@ -743,6 +781,7 @@ class Archive:
 
     documents: int = 0
     entries: int = 0
+    anchors: int = 0
     urls: int = 0
     domains: list[str] = field(default_factory=list)  # by size, largest first
     definitions: list[int] = field(default_factory=list)
@@ -890,6 +929,11 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
     years = list(range(FIRST_YEAR, LAST_YEAR + 1))
     year_weights = list(itertools.accumulate(1 + index / 3 for index in range(len(years))))  # more lately
     url_domains = np.zeros(count + 1, dtype=np.int32)  # URL number → domain number
+    site_urls: list[list[int]] = [[] for _ in domains]  # domain number → its URL numbers
+
+    def path_of(url_number: int) -> str:
+        return f"/{SECTIONS[url_number % len(SECTIONS)]}/page-{url_number}.html"
+
     files: dict[tuple[int, int], list] = {}  # (definition, year) → [WarcFile id, next offset]
     for definition in archive.definitions:
         for year in years:
@@ -905,7 +949,7 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
     with connection.cursor() as cursor:
         dropped = [
             (table, name, definition)
-            for table in ("storage_searchentry", "storage_capture")
+            for table in ("storage_searchentry", "storage_capture", "storage_searchanchor")
             for name, definition in _secondary_indexes(cursor, table)
         ]
         cursor.execute("SELECT pg_get_indexdef('storage_searchtext_vector'::regclass)")
@@ -935,7 +979,7 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
             moment = time.perf_counter()
             texts = corpus.texts(size)
             raw = numbers.bytes(32 * size)
-            staged, entries, captures = [], [], []
+            staged, entries, captures, anchors = [], [], [], []
             for offset, text in enumerate(texts):
                 number = start + offset
                 digest = digest_of(raw[32 * offset : 32 * offset + 32])
@@ -949,10 +993,21 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
                     url_number = urls
                     urls += 1
                     url_domains[url_number] = bisect.bisect(domain_weights, rng.random() * domain_weights[-1])
+                    site_urls[int(url_domains[url_number])].append(url_number)
                 domain_number = int(url_domains[url_number])
                 domain = domains[domain_number]
-                path = f"/{SECTIONS[url_number % len(SECTIONS)]}/page-{url_number}.html"
-                url, key = f"https://www.{domain}{path}", host_keys[domain_number] + path
+                url, key = (
+                    f"https://www.{domain}{path_of(url_number)}",
+                    host_keys[domain_number] + path_of(url_number),
+                )
+                # Its links: the menu, and "read also" links to pages of its site.
+                site = site_urls[domain_number]
+                targets = [host_keys[domain_number] + path_of(rng.choice(site)) for _ in text.related]
+                written = set()
+                for target, anchor in text.anchors(host_keys[domain_number], targets):
+                    if target != key and (target, anchor) not in written:
+                        written.add((target, anchor))
+                        anchors.append(f"{target}\t{anchor}\t{digest}\n")
                 year = years[bisect.bisect(year_weights, rng.random() * year_weights[-1])]
                 definition = archive.definitions[
                     bisect.bisect(definition_weights, rng.random() * definition_weights[-1])
@@ -981,6 +1036,7 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
                     )
                     warc[1] += length
             archive.entries += len(entries)
+            archive.anchors += len(anchors)
             generated = time.perf_counter()
             generating += generated - moment
             stage = f"bench_fulltext_stage_{chunk_number}"
@@ -993,6 +1049,9 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
                     copy.write("".join(entries))
                 with cursor.cursor.copy(f"COPY storage_capture ({capture_columns}) FROM STDIN") as copy:
                     copy.write("".join(captures))
+                anchor_columns = "target_urlkey, text, source_digest"
+                with cursor.cursor.copy(f"COPY storage_searchanchor ({anchor_columns}) FROM STDIN") as copy:
+                    copy.write("".join(anchors))
             copying += time.perf_counter() - generated
             inserter.put(stage)
             if chunk_number % 10 == 9 or start + size == count:
@@ -1018,7 +1077,13 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
         cursor.execute("RESET maintenance_work_mem")
     moment = time.perf_counter()
     with connection.cursor() as cursor:
-        for table in ("storage_searchtext", "storage_searchentry", "storage_capture", "storage_warcfile"):
+        for table in (
+            "storage_searchtext",
+            "storage_searchentry",
+            "storage_searchanchor",
+            "storage_capture",
+            "storage_warcfile",
+        ):
             cursor.execute(f"VACUUM ANALYZE {table}")
     archive.seconds["vacuum analyze"] = time.perf_counter() - moment
     return archive
@@ -1257,15 +1322,16 @@ def report_size(indexing: IndexingResult | None, archive: Archive | None, sizes:
     lines = [
         "### 3. Size of the full-text index",
         "",
-        "| index | texts (heap, TOAST) MB | GIN index MB | texts' primary key MB | entries MB"
-        " | full-text index MB | per document kB | against |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| index | texts (heap, TOAST) MB | their GIN index MB | their primary key MB | entries MB"
+        " | link anchors MB | full-text index MB | per document kB | against |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     if indexing is not None:
         size, warcs = indexing.sizes, indexing.warcs
         lines.append(
             f"| part 1: {indexing.texts:,} pages | {_mb(size['texts_heap'])} | {_mb(size['vector_index'])}"
-            f" | {_mb(size['texts_key'])} | {_mb(size['entries'])} | **{_mb(size['fulltext'])}**"
+            f" | {_mb(size['texts_key'])} | {_mb(size['entries'])} | {_mb(size['anchors'])}"
+            f" | **{_mb(size['fulltext'])}**"
             f" | {size['fulltext'] / max(indexing.texts, 1) / 1e3:.1f}"
             f" | WARC {_mb(warcs.size)} MB: **{size['fulltext'] / warcs.size:.2f}**; their HTML"
             f" {_mb(warcs.html_bytes)} MB: {size['fulltext'] / warcs.html_bytes:.2f}; capture index"
@@ -1276,6 +1342,7 @@ def report_size(indexing: IndexingResult | None, archive: Archive | None, sizes:
         lines.append(
             f"| part 2: {archive.documents:,} documents | {_mb(sizes['texts_heap'])}"
             f" | {_mb(sizes['vector_index'])} | {_mb(sizes['texts_key'])} | {_mb(sizes['entries'])}"
+            f" | {_mb(sizes['anchors'])}"
             f" | **{_mb(sizes['fulltext'])}** | {sizes['fulltext'] / archive.documents / 1e3:.1f}"
             f" | **{per_million / 1e9:,.2f} GB per million documents**; capture index"
             f" {_mb(sizes['captures'])} MB |"
@@ -1285,14 +1352,15 @@ def report_size(indexing: IndexingResult | None, archive: Archive | None, sizes:
 
 def report_queries(archive: Archive, measured: list[Measured], runs: int, load: tuple) -> list[str]:
     seconds = archive.seconds
+    readable = sum(share for _name, share, level in DEFINITIONS if level == "readers")
     languages = ", ".join(f"{language} {count:,}" for language, count in sorted(archive.languages.items()))
     lines = [
         f"### 2. Queries with {archive.documents:,} documents",
         "",
         f"- data: {archive.documents:,} texts ({languages}), {archive.entries:,} entries and as many"
-        f" captures, {archive.urls:,} URLs on {len(archive.domains):,} sites, {FIRST_YEAR} to {LAST_YEAR},"
-        f" {len(archive.definitions)} harvest definitions (readers may read 2: {100 * 0.8:.0f} % of the"
-        " entries)",
+        f" captures, {archive.anchors:,} link anchors, {archive.urls:,} URLs on {len(archive.domains):,}"
+        f" sites, {FIRST_YEAR} to {LAST_YEAR}, {len(archive.definitions)} harvest definitions (readers may"
+        f" read {len(archive.readable)}: {100 * readable:.0f} % of the entries)",
         f"- load: {seconds['loading']:.0f} s (generating the texts {seconds['generating']:.0f} s, COPY"
         f" {seconds['copying']:.0f} s, vectors computed by `INSERT … SELECT` alongside), GIN index"
         f" {seconds['vector index']:.0f} s, other indexes"
@@ -1435,6 +1503,10 @@ def main(argv: list[str] | None = None) -> int:
         import django
 
         django.setup()
+        # What is measured, imported now: a module being edited fails here, not after an hour of load.
+        import storage.management.commands.index_warcs
+        import storage.selectors_search  # noqa: F401
+
         log(f"Database {name}: migrating")
         run_timed([sys.executable, str(ROOT / "manage.py"), "migrate", "--no-input"], env=env)
         about = machine()
