@@ -29,6 +29,7 @@ from storage.models_search import SearchAnchor, SearchEntry, SearchText
 from storage.selectors import RecordPayload, RecordUnavailable
 from storage.textextract import (
     MAX_PAYLOAD,
+    RENDERED_PREFIX,
     Document,
     ExtractionError,
     RecordText,
@@ -38,7 +39,7 @@ from storage.textextract import (
     read_documents,
 )
 from storage.warcindex import url_key
-from webarchive.urlnorm import registered_domain
+from webarchive.urlnorm import registered_domain, url_host
 
 logger = logging.getLogger(__name__)
 
@@ -224,7 +225,10 @@ def _refresh(pairs: list[tuple[str, str]]) -> int:
 
 
 def _domain(url: str) -> str:
-    host = url.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0].lower()
+    try:
+        host = url_host(url)
+    except ValueError:  # an address the index holds as it was crawled, e.g. a bad IPv6 literal
+        return ""
     return registered_domain(host) if host else ""
 
 
@@ -281,7 +285,7 @@ def capture_document(capture: Capture) -> Document:
     """The document in a capture's record (its payload decoded as a browser would)."""
     payload = RecordPayload(capture)
     content_type = payload.content_type
-    if capture.url.startswith("urn:text:"):
+    if capture.url.startswith(RENDERED_PREFIX):
         content_type = "text/plain; charset=utf-8"
     chunks: list[bytes] = []
     size = 0
