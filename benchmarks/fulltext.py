@@ -57,7 +57,7 @@ import threading
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -833,18 +833,6 @@ def _secondary_indexes(cursor, table: str) -> list[tuple[str, str]]:
     return cursor.fetchall()
 
 
-def vector_sql(prefix: str = "") -> str:
-    """The search vector of a text, as storage.search.PostgresBackend.store computes it."""
-    from storage.search import CONFIGS, DEFAULT_CONFIG
-
-    cases = " ".join(f"WHEN '{language}' THEN '{name}'" for language, name in CONFIGS.items())
-    config = f"(CASE {prefix}language {cases} ELSE '{DEFAULT_CONFIG}' END)::regconfig"
-    return (
-        f"setweight(to_tsvector({config}, {prefix}title), 'A')"
-        f" || setweight(to_tsvector({config}, {prefix}headings), 'B') || to_tsvector({config}, {prefix}body)"
-    )
-
-
 class Inserter:
     """Threads, each on its own connection, moving staged texts into storage_searchtext (the vectors
     computed by PostgreSQL) while the next texts are generated."""
@@ -868,6 +856,8 @@ class Inserter:
             thread.start()
 
     def _work(self) -> None:
+        from storage.search import vector_sql
+
         columns = "digest, mime, language, title, headings, body, truncated, error, extracted_at"
         try:
             with self.psycopg.connect(autocommit=True, **self.arguments) as connection:
@@ -875,7 +865,7 @@ class Inserter:
                     connection.execute(
                         f"INSERT INTO storage_searchtext ({columns}, vector)"  # noqa: S608 (our names)
                         " SELECT digest, mime, language, title, headings, body, false, '', now(),"
-                        f" {vector_sql()} FROM {stage}"
+                        f" {vector_sql()} FROM {stage}"  # as storage.search.PostgresBackend.store
                     )
                     connection.execute(f"DROP TABLE {stage}")
         except BaseException as error:  # reported by finish()
@@ -911,6 +901,7 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
     from django.db import connection
 
     from storage.models import WarcFile
+    from storage.search import summary_sql
     from storage.warcindex import url_key
 
     archive = Archive(documents=count)
@@ -1065,7 +1056,15 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
     archive.seconds["generating"] = generating
     archive.seconds["copying"] = copying
     archive.seconds["loading"] = time.perf_counter() - started
-    log(f"  loaded in {archive.seconds['loading']:.0f} s; building the indexes")
+    log(f"  loaded in {archive.seconds['loading']:.0f} s; the entries' summaries")
+    moment = time.perf_counter()
+    with connection.cursor() as cursor:  # as storage.search.PostgresBackend.summarize
+        cursor.execute(
+            f"UPDATE storage_searchentry SET summary = {summary_sql('text.')} FROM storage_searchtext AS text"
+            " WHERE text.digest = storage_searchentry.digest",  # noqa: S608 (our names)
+        )
+    archive.seconds["summaries"] = time.perf_counter() - moment
+    log(f"  summaries in {archive.seconds['summaries']:.0f} s; building the indexes")
     moment = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
@@ -1460,8 +1459,20 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_DATABASE_URL,
         help="the PostgreSQL database to create, use and drop (it must not exist)",
     )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the database at the end (with what part 2 loaded), for --reuse",
+    )
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="measure part 2's queries on the database an earlier --keep run left (no load, no part 1)",
+    )
     parser.add_argument("--smoke", action="store_true", help="a tiny run to check that the script works")
     args = parser.parse_args(argv)
+    if args.reuse:
+        args.only = "queries"
     if args.smoke:
         for key, value in SMOKE.items():
             setattr(args, key, value)
@@ -1485,7 +1496,7 @@ def main(argv: list[str] | None = None) -> int:
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, _stop)
     problems = False
-    with throwaway_database(args.database_url, log) as name:
+    with throwaway_database(args.database_url, log, keep=args.keep, reuse=args.reuse) as name:
         warcs = None
         if "indexing" in parts:
             warcs = warc_set(args.data, pages=args.pages, file_mb=args.file_mb, log=log)
@@ -1515,7 +1526,15 @@ def main(argv: list[str] | None = None) -> int:
             indexing = measure_indexing(warcs, workers=args.workers, repeat=args.repeat, env=env, log=log)
             problems = bool(indexing.problems)
         if "queries" in parts:
-            archive = load_archive(args.documents, connections=args.connections, log=log)
+            kept = args.data / "archive.json"
+            if args.reuse:
+                archive = Archive(**json.loads(kept.read_text()))
+                log(f"Reusing the {archive.documents:,} documents loaded by an earlier run")
+            else:
+                archive = load_archive(args.documents, connections=args.connections, log=log)
+                if args.keep:
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    kept.write_text(json.dumps(asdict(archive)))
             sizes = index_sizes()
             load = (os.getloadavg()[0], 0.0)
             log(f"Measuring {len(queries(archive))} queries, {args.runs} runs each, as staff and as a reader")

@@ -445,9 +445,20 @@ def _server(url: str) -> tuple[dict | None, str]:
 
 
 @contextlib.contextmanager
-def throwaway_database(url: str, log):
-    """Create the database (refusing an existing one), and drop it however the block ends."""
+def throwaway_database(url: str, log, *, keep: bool = False, reuse: bool = False):
+    """Create the database (refusing an existing one), and drop it however the block ends; with
+    ``keep``, leave it at the end; with ``reuse``, use the one an earlier run kept."""
     server, name = _server(url)
+    if reuse or keep:
+        if server is None:
+            raise SystemExit("--keep and --reuse need a PostgreSQL database.")
+        if reuse:
+            try:
+                yield name
+            finally:
+                _close_django()
+            log(f"Kept the database {name}.")
+            return
     if server is None:  # SQLite, for the smoke test: a new file
         if Path(name).exists():
             raise SystemExit(f"The database {name} exists; this benchmark only uses one it creates.")
@@ -470,15 +481,23 @@ def throwaway_database(url: str, log):
                 f"The database {name} exists; this benchmark only uses one it creates (drop it if an"
                 " earlier run was killed, or give another --database-url)."
             ) from None
+    dropped = False
     try:
         yield name
+        dropped = not keep
+    except BaseException:
+        dropped = True
+        raise
     finally:
         _close_django()
-        with psycopg.connect(**server, autocommit=True) as connection:
-            connection.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
-        log(f"Dropped the database {name}.")
+        if dropped:
+            with psycopg.connect(**server, autocommit=True) as connection:
+                connection.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                )
+            log(f"Dropped the database {name}.")
+        else:
+            log(f"Kept the database {name} (drop it when done, or measure again with --reuse).")
 
 
 def _close_django() -> None:

@@ -65,6 +65,7 @@ class SearchEntry(models.Model):
             models.Index(fields=["digest"], name="search_entry_digest"),
             models.Index(fields=["domain"], name="search_entry_domain"),
             models.Index(fields=["harvest_definition_id", "year"], name="search_entry_definition"),
+            models.Index(fields=["year"], name="search_entry_year"),
         ]
 
     def __str__(self):

@@ -17,8 +17,13 @@ a :class:`ParsedQuery` that each backend writes in its own syntax, so no input i
 
 A search reads at most ``CANDIDATES`` matching entries (the filters and the access rules applied
 first, in the same query), ranks and groups them by URL: a query matching more pages says so
-(``capped``) rather than spending seconds on counting them; filters narrow it. Another backend (Solr,
-OpenSearch) for archives past one database server implements :class:`Backend`'s three methods.
+(``capped``) rather than spending seconds on counting them; filters narrow it. On PostgreSQL the
+entries whose *summary* matches come first: each entry keeps the vector of its text's title, headings
+and first ``LEAD_CHARS`` characters in its own row, with a GIN index, so a word found in hundreds of
+thousands of documents is matched, filtered and ranked there without reading a single whole text; the
+texts' own vectors are searched (through their GIN index) only when the summaries give fewer than
+``CANDIDATES`` entries, and those entries rank after the others. Another backend (Solr, OpenSearch)
+for archives past one database server implements :class:`Backend`'s methods.
 """
 
 # The SQL below is written from constants only (table, configuration and column names); every value,
@@ -33,7 +38,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils.safestring import SafeString, mark_safe
@@ -41,7 +46,8 @@ from django.utils.translation import gettext as _
 
 from storage.models_search import SearchText
 
-CANDIDATES = 10_000  # matching entries read per search
+CANDIDATES = 1_000  # matching entries read per search (and as many found by the links to them)
+LEAD_CHARS = 300  # characters of a text's start in its entries' summary (PostgreSQL)
 ANCHOR_RANK = 0.1  # what words in the links to a page add to its rank
 ANCHORS_SHOWN = 3
 MAX_QUERY = 500  # characters of a query
@@ -161,6 +167,15 @@ class Backend:
         """``entries`` narrowed to those whose text matches, annotated with ``rank`` (higher: better)."""
         raise NotImplementedError
 
+    def first_matches(
+        self, entries: QuerySet, query: ParsedQuery, language: str, fields: tuple[str, ...], limit: int
+    ) -> list[tuple]:
+        """At most ``limit`` of the matching ``entries``, the best first found: (id, *fields, rank)."""
+        return list(self.matching(entries, query, language).values_list("id", *fields, "rank")[:limit])
+
+    def summarize(self, entry_ids: list[int]) -> None:
+        """Bring these entries' summaries up to date with their texts (when the backend keeps them)."""
+
     def headlines(self, digests: list[str], query: ParsedQuery) -> dict[str, str]:
         """Digest → a snippet of its text around the matched words, marked with MARK_START/END."""
         raise NotImplementedError
@@ -170,6 +185,24 @@ class Backend:
         raise NotImplementedError
 
 
+def vector_sql(prefix: str = "", lead: int | None = None) -> str:
+    """The vector of a text (PostgreSQL), from its columns (``prefix``: the table's alias and a dot):
+    title weighted A, headings B, its language's configuration; ``lead``: the body's first characters
+    only."""
+    cases = " ".join(f"WHEN '{language}' THEN '{name}'" for language, name in CONFIGS.items())
+    config = f"(CASE {prefix}language {cases} ELSE '{DEFAULT_CONFIG}' END)::regconfig"
+    body = f"left({prefix}body, {int(lead)})" if lead is not None else f"{prefix}body"
+    return (
+        f"setweight(to_tsvector({config}, {prefix}title), 'A')"
+        f" || setweight(to_tsvector({config}, {prefix}headings), 'B') || to_tsvector({config}, {body})"
+    )
+
+
+def summary_sql(prefix: str = "") -> str:
+    """The summary vector of an entry, from its text's columns (``prefix``: the text's alias)."""
+    return vector_sql(prefix, LEAD_CHARS)
+
+
 class PostgresBackend(Backend):
     def store(self, texts):
         if not texts:
@@ -177,11 +210,9 @@ class PostgresBackend(Backend):
         columns = "digest, mime, language, title, headings, body, truncated, error, extracted_at"
         # Each text is sent once; the vector is computed from the row, in its language's configuration.
         statement = (
-            f"INSERT INTO storage_searchtext ({columns}, vector) SELECT {columns}, CASE WHEN error = '' THEN"
-            " setweight(to_tsvector(config::regconfig, title), 'A')"
-            " || setweight(to_tsvector(config::regconfig, headings), 'B')"
-            " || to_tsvector(config::regconfig, body) END"
-            f" FROM (VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)) AS text ({columns}, config)"
+            f"INSERT INTO storage_searchtext ({columns}, vector) SELECT {columns},"
+            f" CASE WHEN error = '' THEN {vector_sql('text.')} END"
+            f" FROM (VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)) AS text ({columns})"
             " ON CONFLICT (digest) DO NOTHING"
         )
         rows = [
@@ -195,9 +226,8 @@ class PostgresBackend(Backend):
                 text.truncated,
                 text.error,
                 text.extracted_at,
-                config_of(text.language),
             )
-            for text in texts
+            for text in sorted(texts, key=lambda text: text.digest)
         ]
         with connection.cursor() as cursor:
             cursor.executemany(statement, rows)
@@ -222,6 +252,55 @@ class PostgresBackend(Backend):
             ],
             params=[text] * count,
         )
+
+    def first_matches(self, entries, query, language, fields, limit):
+        tsquery, count = self._tsquery(language)
+        text = query.websearch()
+        summary = "storage_searchentry.summary"
+        # The summaries first: in the entries' own rows, found, filtered and ranked there. A summary
+        # holds part of the text, so a query that excludes words is also checked against the whole text.
+        first = entries.extra(
+            select={"rank": f"ts_rank({summary}, {tsquery}, 1) + 1"},
+            select_params=[text] * count,
+            where=[f"{summary} @@ {tsquery}"],
+            params=[text] * count,
+        )
+        if query.excluded:
+            first = first.extra(
+                tables=["storage_searchtext"],
+                where=[
+                    "storage_searchtext.digest = storage_searchentry.digest",
+                    f"storage_searchtext.vector @@ {tsquery}",
+                ],
+                params=[text] * count,
+            )
+        rest = self.matching(entries, query, language).extra(
+            where=[f"NOT coalesce({summary} @@ {tsquery}, false)"], params=[text] * count
+        )
+        with transaction.atomic(), connection.cursor() as cursor:
+            # Every match is found through a GIN index: the planner, which cannot know that matching a
+            # text's vector means reading it from TOAST, would otherwise scan the texts to stop early.
+            cursor.execute("SELECT current_setting('enable_seqscan')")
+            (previous,) = cursor.fetchone()
+            cursor.execute("SELECT set_config('enable_seqscan', 'off', true)")
+            try:
+                rows = list(first.values_list("id", *fields, "rank")[:limit])
+                if len(rows) < limit:
+                    rows += rest.values_list("id", *fields, "rank")[: limit - len(rows)]
+            finally:
+                cursor.execute("SELECT set_config('enable_seqscan', %s, true)", [previous])
+        return rows
+
+    def summarize(self, entry_ids):
+        if not entry_ids:
+            return
+        statement = (
+            f"UPDATE storage_searchentry SET summary = {summary_sql('text.')}"
+            " FROM storage_searchtext AS text"
+            " WHERE text.digest = storage_searchentry.digest AND storage_searchentry.id = ANY(%s)"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(statement, [list(entry_ids)])
 
     def anchored(self, anchors, query):
         matching = (
@@ -258,6 +337,11 @@ class SqliteBackend(Backend):
             where=[f"{_FTS_NAME}.digest = storage_searchentry.digest", f"{_FTS_NAME} MATCH %s"],
             params=[query.fts5()],
         )
+
+    def first_matches(self, entries, query, language, fields, limit):
+        # FTS5 ranks every match anyway (the embedded default holds a small archive): the best first.
+        ranked = self.matching(entries, query, language).extra(order_by=["-rank", "id"])
+        return list(ranked.values_list("id", *fields, "rank")[:limit])
 
     def anchored(self, anchors, query):
         matching = "SELECT rowid FROM storage_searchanchor_fts WHERE storage_searchanchor_fts MATCH %s"
@@ -358,12 +442,11 @@ def candidates(
     """The matching entries (at most CANDIDATES by their text, and as many by the anchor text of the
     links to them, among ``anchors``) and whether there were more."""
     engine = backend()
-    rows = engine.matching(entries, query, language).values_list("id", *CANDIDATE_FIELDS, "rank")
-    rows = list(rows[: CANDIDATES + 1])
+    rows = engine.first_matches(entries, query, language, CANDIDATE_FIELDS, CANDIDATES + 1)
     capped = len(rows) > CANDIDATES
     found = {row[0]: Candidate(*row[1:]) for row in rows[:CANDIDATES]}
     if anchors is not None:
-        targets = engine.anchored(anchors, query).values("target_urlkey")
+        targets = engine.anchored(anchors, query).values("target_urlkey")[:CANDIDATES]
         linked = list(
             entries.filter(urlkey__in=targets).values_list("id", *CANDIDATE_FIELDS)[: CANDIDATES + 1]
         )

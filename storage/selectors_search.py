@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Exists, OuterRef
+from django.db.models import Case, Count, Exists, OuterRef, Value, When
 from django.utils.translation import get_language_info
 from django.utils.translation import gettext as _
 
@@ -200,11 +200,16 @@ def _add_captures(hits: list[search.Hit], viewer: Viewer) -> None:
     )
     for hit in hits:
         hit.capture_count = counts.get(hit.urlkey, 0)
-        own = visible.filter(urlkey=hit.urlkey).order_by("-timestamp", "-pk")
+        preferred = Case(
+            When(digest=hit.digest, then=Value(0)),
+            When(timestamp__lte=hit.last_capture, then=Value(1)),
+            default=Value(2),
+        )
         capture = (
-            own.filter(digest=hit.digest).first()
-            or own.filter(timestamp__lte=hit.last_capture).first()
-            or own.first()
+            visible.filter(urlkey=hit.urlkey)
+            .annotate(preferred=preferred)
+            .order_by("preferred", "-timestamp", "-pk")
+            .first()
         )
         hit.capture = capture
         hit.replay = replay_url(hit.url, capture.timestamp14) if capture is not None else ""

@@ -23,18 +23,22 @@ runs it in worker processes, and the benchmarks run it alone.
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urljoin
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
 from resiliparse.parse.html import HTMLTree
 from resiliparse.parse.lang import detect_fast
 from warcio.archiveiterator import ArchiveIterator
+
+from storage.warcindex import url_key
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +52,8 @@ MAX_TEXT = 100_000  # characters of text kept (and indexed) per document
 MAX_TITLE = 500
 MAX_HEADINGS = 4_000
 MAX_LINKS = 500
+MAX_ANCHORS = 200  # links of one document whose anchor text is kept
+MAX_LINK = 2000  # characters of a link's address
 MAX_ANCHOR = 200
 PDF_PAGES = 100
 SHORT_TEXT = 40  # below this many characters, only the page's own lang attribute is trusted
@@ -91,6 +97,50 @@ class RecordText:
     offset: int
     document: Document | None
     error: str = ""
+    anchors: list[tuple[str, str]] = field(default_factory=list)  # (target SURT key, anchor text)
+
+
+def record_text(url: str, digest: str, offset: int, document: Document | None, error: str = "") -> RecordText:
+    """A record read for the index, with the anchors of its document's links resolved (where the
+    reading happens: in ``index_warcs``'s worker processes)."""
+    anchors = link_anchors(url, document.links) if document is not None else []
+    return RecordText(url, digest, offset, document, error, anchors)
+
+
+def link_anchors(url: str, links: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(SURT key of the target, anchor text) of a page's links: absolute http(s) addresses without
+    their fragment, at most MAX_ANCHORS, none to the page itself, each pair once."""
+    base = page_url(url)
+    own = _key(base)
+    anchors: dict[tuple[str, str], None] = {}
+    for href, text in links[:MAX_ANCHORS]:
+        target = _link_target(base, href)
+        key = _key(target) if target else ""
+        if key and key != own:
+            anchors[(key, text)] = None
+    return list(anchors)
+
+
+def _link_target(base: str, href: str) -> str:
+    """The absolute http(s) address a link points to, without its fragment; "" for anything else."""
+    href = href.strip()
+    if not href or href.startswith("#") or len(href) > MAX_LINK:
+        return ""
+    try:
+        target = urljoin(base, href)
+    except ValueError:
+        return ""
+    target = target.split("#", 1)[0]
+    return target if target.lower().startswith(("http://", "https://")) else ""
+
+
+@functools.lru_cache(maxsize=20_000)
+def _key(url: str) -> str:
+    """The SURT key of an address ("" when it has none); a site's menus repeat on every page."""
+    try:
+        return url_key(url)
+    except Exception:
+        return ""
 
 
 def media_type(content_type: str) -> str:
@@ -276,7 +326,7 @@ def read_documents(path: str | Path, wanted: Iterable[tuple[int, str, str]]) -> 
                 message = f"unreadable record ({type(error).__name__}: {error})"[:300]
                 results.append(RecordText(url, digest, offset, None, message))
             else:
-                results.append(RecordText(url, digest, offset, document))
+                results.append(record_text(url, digest, offset, document))
     return results
 
 

@@ -18,9 +18,9 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from storage import search
@@ -37,6 +37,7 @@ from storage.textextract import (
     extracts,
     page_url,
     read_documents,
+    record_text,
 )
 from storage.warcindex import url_key
 from webarchive.urlnorm import registered_domain, url_host
@@ -45,8 +46,6 @@ logger = logging.getLogger(__name__)
 
 INDEXED_RECORDS = ("response", "resource")
 BATCH = 500
-MAX_ANCHORS = 200  # links of one document whose anchor text is kept
-MAX_LINK = 2000
 
 
 @dataclass
@@ -120,42 +119,15 @@ def texts_store(records: Iterable[RecordText]) -> TextIndexing:
 
 def anchors_store(records: Iterable[RecordText]) -> int:
     """Keep the anchor text of the links of documents just read, by the URL each link points to."""
-    rows: dict[tuple[str, str, str], SearchAnchor] = {}
-    for record in records:
-        if record.document is None or not record.digest:
-            continue
-        base = page_url(record.url)
-        own_key = _key(base)
-        for href, text in record.document.links[:MAX_ANCHORS]:
-            target = _link_target(base, href)
-            key = _key(target) if target else ""
-            if key and key != own_key:
-                rows.setdefault(
-                    (key, text, record.digest),
-                    SearchAnchor(target_urlkey=key, text=text, source_digest=record.digest),
-                )
-    SearchAnchor.objects.bulk_create(list(rows.values()), ignore_conflicts=True, batch_size=BATCH)
+    rows = sorted(
+        {(key, text, record.digest) for record in records if record.digest for key, text in record.anchors}
+    )
+    SearchAnchor.objects.bulk_create(
+        [SearchAnchor(target_urlkey=key, text=text, source_digest=digest) for key, text, digest in rows],
+        ignore_conflicts=True,
+        batch_size=BATCH,
+    )
     return len(rows)
-
-
-def _link_target(base: str, href: str) -> str:
-    """The absolute http(s) address a link points to, without its fragment; "" for anything else."""
-    href = href.strip()
-    if not href or href.startswith("#") or len(href) > MAX_LINK:
-        return ""
-    try:
-        target = urljoin(base, href)
-    except ValueError:
-        return ""
-    target = target.split("#", 1)[0]
-    return target if target.lower().startswith(("http://", "https://")) else ""
-
-
-def _key(url: str) -> str:
-    try:
-        return url_key(url)
-    except Exception:
-        return ""
 
 
 def entries_refresh(pairs: Iterable[tuple[str, str]]) -> int:
@@ -217,10 +189,13 @@ def _refresh(pairs: list[tuple[str, str]]) -> int:
                 last_capture=max(stamps),
             )
         )
+    stale = Q()
+    for page_key, digest in sorted(page_pairs):
+        stale |= Q(urlkey=page_key, digest=digest)
     with transaction.atomic():
-        for page_key, digest in page_pairs:
-            SearchEntry.objects.filter(urlkey=page_key, digest=digest).delete()
-        SearchEntry.objects.bulk_create(rows, batch_size=BATCH)
+        SearchEntry.objects.filter(stale).delete()
+        created = SearchEntry.objects.bulk_create(rows, batch_size=BATCH)
+        search.backend().summarize([entry.pk for entry in created])
     return len(rows)
 
 
@@ -267,7 +242,8 @@ def captures_text_index(capture_ids: Iterable[int]) -> TextIndexing:
             continue
         known.add(capture.digest)
         try:
-            records.append(RecordText(capture.url, capture.digest, capture.offset, capture_document(capture)))
+            document = capture_document(capture)
+            records.append(record_text(capture.url, capture.digest, capture.offset, document))
         except ExtractionError as error:
             records.append(RecordText(capture.url, capture.digest, capture.offset, None, str(error)))
         except RecordUnavailable as error:  # not stored: read again when the file can be read

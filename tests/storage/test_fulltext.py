@@ -364,6 +364,39 @@ def test_a_page_is_found_by_the_words_other_pages_link_to_it_with(db, tmp_path):
     assert urls(search_as("haut de page")) == ["http://musee.fr/"]  # a link to the page itself is not kept
 
 
+def test_words_deep_in_a_text_are_found_after_those_of_titles_and_exclusions_read_the_whole_text(
+    db, tmp_path, monkeypatch
+):
+    """On PostgreSQL a search reads the entries' summaries (title, headings, the first
+    characters) before the whole texts: what it finds must not depend on where a word is."""
+    filler = " ".join(["Le conseil se réunit chaque mois pour examiner les affaires courantes."] * 12)
+    path = write_pages(
+        tmp_path / "deep.warc.gz",
+        [
+            ("http://a.fr/titre", "text/html", html("Herbier communal", f"{filler} Fin.", "fr")),
+            ("http://a.fr/fond", "text/html", html("Compte rendu", f"{filler} Un herbier fut donné.", "fr")),
+            (
+                "http://a.fr/exclu",
+                "text/html",
+                html("Herbier et fougères", f"{filler} Une tempête a tout détruit.", "fr"),
+            ),
+        ],
+    )
+    assert len(filler) > search.LEAD_CHARS
+    call_command("index_warcs", str(path), "--workers", "1", verbosity=0)
+    found = urls(search_as("herbier"))
+    assert set(found) == {"http://a.fr/titre", "http://a.fr/fond", "http://a.fr/exclu"}
+    assert found[-1] == "http://a.fr/fond"  # in the title ranks above deep in the text
+    assert urls(search_as("donné")) == ["http://a.fr/fond"]  # only deep in the text
+    # The excluded word is far past the summary: the page is still excluded.
+    assert set(urls(search_as("herbier -tempête"))) == {"http://a.fr/titre", "http://a.fr/fond"}
+    assert urls(search_as('"tout détruit"')) == ["http://a.fr/exclu"]
+    # With room for two candidates only, the two title matches are the ones read.
+    monkeypatch.setattr(search, "CANDIDATES", 2)
+    capped = search_as("herbier")
+    assert capped.capped and set(urls(capped)) == {"http://a.fr/titre", "http://a.fr/exclu"}
+
+
 @pytest.mark.parametrize("query", ["", "   ", '""', "-word", "OR", "- -", "« »", "x" * 501])
 def test_a_query_that_asks_for_nothing_or_too_much_is_refused(query):
     with pytest.raises(search.QueryError):
