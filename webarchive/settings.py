@@ -298,6 +298,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
             "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         }
     )
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Many short queries: PostgreSQL's JIT compiles every plan whose estimated cost is high (a
+    # full-text search's, a report's) and spends more time compiling than running it. Options given
+    # in DATABASE_URL (?options=...) are kept.
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Login: local accounts always; the institution's LDAP directory when configured.

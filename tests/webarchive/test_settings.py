@@ -92,3 +92,21 @@ def test_embedded_default_is_sqlite_and_a_filesystem_broker_under_var(tmp_path):
     assert database == str(tmp_path / "webarchive.sqlite3")
     assert broker == "filesystem://"
     assert Path(queue).is_dir() and Path(queue).is_relative_to(tmp_path)
+
+
+def test_postgresql_connections_run_without_jit_unless_the_url_says_otherwise(tmp_path):
+    script = "from django.conf import settings as s; print(repr(s.DATABASES['default']['OPTIONS']))"
+    plain = manage(
+        "shell", "-c", script, DATABASE_URL="postgres://a@db:5432/archive", WEBARCHIVE_VAR_DIR=str(tmp_path)
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert "'options': '-c jit=off'" in plain.stdout
+    own = manage(
+        "shell",
+        "-c",
+        script,
+        DATABASE_URL="postgres://a@db:5432/archive?options=-c%20work_mem%3D64MB",
+        WEBARCHIVE_VAR_DIR=str(tmp_path),
+    )
+    assert own.returncode == 0, own.stderr
+    assert "'options': '-c work_mem=64MB'" in own.stdout
