@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from storage import search
@@ -189,11 +188,15 @@ def _refresh(pairs: list[tuple[str, str]]) -> int:
                 last_capture=max(stamps),
             )
         )
-    stale = Q()
-    for page_key, digest in sorted(page_pairs):
-        stale |= Q(urlkey=page_key, digest=digest)
     with transaction.atomic():
-        SearchEntry.objects.filter(stale).delete()
+        # The entries of these pairs, found by digest (indexed), then deleted by id: one statement each.
+        existing = SearchEntry.objects.filter(digest__in={digest for _key, digest in page_pairs})
+        stale = [
+            pk
+            for pk, key, digest in existing.values_list("pk", "urlkey", "digest")
+            if (key, digest) in page_pairs
+        ]
+        SearchEntry.objects.filter(pk__in=stale).delete()
         created = SearchEntry.objects.bulk_create(rows, batch_size=BATCH)
         search.backend().summarize([entry.pk for entry in created])
     return len(rows)
@@ -304,13 +307,19 @@ def wanted_documents(entries) -> tuple[list[tuple[int, str, str]], int]:
 def file_texts_finish(records: list[RecordText], entries) -> TextIndexing:
     """Store the documents read from a file and recompute the entries of its captures."""
     result = texts_store(records)
-    result.entries = entries_refresh(
+    result.entries = file_entries_refresh(entries)
+    return result
+
+
+def file_entries_refresh(entries) -> int:
+    """Recompute the search entries of a file's captures (its capture-index ``entries``), once the
+    texts of its documents are stored."""
+    return entries_refresh(
         (entry.urlkey, entry.digest)
         for entry in entries
         if entry.record_type == "revisit"
         or is_document(record_type=entry.record_type, mime=entry.mime, status=entry.status, url=entry.url)
     )
-    return result
 
 
 def file_text_index(path, entries) -> TextIndexing:

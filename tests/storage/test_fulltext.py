@@ -184,7 +184,8 @@ def test_index_warcs_fills_the_full_text_index_once_per_payload_and_again_harmle
     assert SearchText.objects.count() == 3
 
 
-@pytest.mark.django_db
+# Worker processes and, on PostgreSQL, a thread storing texts on its own connection: committed rows.
+@pytest.mark.django_db(transaction=True)
 def test_the_same_page_captured_in_two_years_is_one_hit_with_its_captures(tmp_path):
     body = html("Festival", "Le festival de la ville ouvre ses portes", "fr")
     first = write_pages(

@@ -174,7 +174,8 @@ def test_a_file_compressed_as_one_gzip_stream_is_refused_with_what_to_do(tmp_pat
     assert not WarcFile.objects.exists()
 
 
-@pytest.mark.django_db
+# Worker processes and, on PostgreSQL, a thread storing texts on its own connection: committed rows.
+@pytest.mark.django_db(transaction=True)
 def test_index_warcs_walks_directories_writes_sorted_cdxj_and_reports_bad_files(tmp_path, copy_warcs):
     copies = copy_warcs("archive")
     arc_file(tmp_path / "archive" / "sub-old.arc.gz", ARC_RECORDS, compress=True)

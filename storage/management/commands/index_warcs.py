@@ -7,13 +7,14 @@ import multiprocessing
 import os
 import time
 from collections import deque
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 from harvest.models import Job
-from storage.services.fulltext import TextIndexing, file_texts_finish, wanted_documents
+from storage.services.fulltext import TextIndexing, file_entries_refresh, texts_store, wanted_documents
 from storage.services.indexing import CdxjSorter, IndexConflict, warc_file_index
 from storage.textextract import read_documents
 from storage.warcindex import WarcReadError, archive_files, cdxj_line, read_file_or_error
@@ -58,8 +59,20 @@ class Command(BaseCommand):
         failed: list[str] = []
         texts = TextIndexing()
         paths = list(archive_files(paths))
-        with _pool(workers, len(paths)) as pool:
+        with _pool(workers, len(paths)) as pool, _storer(pool) as storer:
             pending: deque = deque()  # files whose documents are being read: (path, entries, result)
+            storing: deque = deque()  # files whose texts are being stored: (entries, result)
+
+            def finish(*, wait: bool) -> None:
+                while pending and (wait or len(pending) > 2 * workers or pending[0][2].done()):
+                    _path, entries, reading = pending.popleft()
+                    storing.append((entries, _submit(storer, texts_store, reading.result())))
+                while storing and (wait or len(storing) > 1 or storing[0][1].done()):
+                    entries, stored = storing.popleft()
+                    result = stored.result()
+                    result.entries = file_entries_refresh(entries)
+                    texts.add(result)
+
             for path, reading in _readings(paths, pool, workers):
                 try:
                     if isinstance(reading, WarcReadError):
@@ -80,10 +93,8 @@ class Command(BaseCommand):
                 wanted, already = wanted_documents(result.entries)
                 texts.known += already
                 pending.append((path, result.entries, _submit(pool, read_documents, path, wanted)))
-                while pending and (len(pending) > 2 * workers or pending[0][2].done()):
-                    texts.add(self.finish_texts(*pending.popleft()))
-            while pending:
-                texts.add(self.finish_texts(*pending.popleft()))
+                finish(wait=False)
+            finish(wait=True)
         if sorter is not None:
             lines = sorter.write(cdxj)
             self.stdout.write(f"{lines} CDXJ lines written to {cdxj}")
@@ -99,10 +110,6 @@ class Command(BaseCommand):
             self.stderr.write(f"skipped (full-text index): {line}")
         if failed:
             raise CommandError(f"{len(failed)} file(s) could not be indexed:\n" + "\n".join(failed))
-
-    def finish_texts(self, path, entries, reading) -> TextIndexing:
-        records = reading.result()
-        return file_texts_finish(records, entries)
 
 
 class _Done:
@@ -133,6 +140,29 @@ def _pool(workers: int, files: int):
         return _NoPool()
     context = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(max_workers=min(workers, files), mp_context=context)
+
+
+class _Storer(ThreadPoolExecutor):
+    """A thread storing the texts read (PostgreSQL computing their vectors) on its own connection,
+    while this one indexes the captures of the next files and the entries of the previous ones."""
+
+    def __init__(self):
+        super().__init__(max_workers=1, thread_name_prefix="index-texts")
+
+    def __exit__(self, *exc_info):
+        self.submit(_close_connection)
+        return super().__exit__(*exc_info)
+
+
+def _close_connection() -> None:
+    connection.close()  # the calling thread's own
+
+
+def _storer(pool):
+    """With worker processes reading, on PostgreSQL: the texts are stored by another connection."""
+    if pool is None or connection.vendor != "postgresql":
+        return _NoPool()
+    return _Storer()
 
 
 def _submit(pool, function, *args):
