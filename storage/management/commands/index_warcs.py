@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from harvest.models import Job
-from storage.services.fulltext import TextIndexing, file_entries_refresh, texts_store, wanted_documents
+from storage.services.fulltext import TextIndexing, file_texts_finish, wanted_documents
 from storage.services.indexing import CdxjSorter, IndexConflict, warc_file_index
 from storage.textextract import read_documents
 from storage.warcindex import WarcReadError, archive_files, cdxj_line, read_file_or_error
@@ -61,17 +61,14 @@ class Command(BaseCommand):
         paths = list(archive_files(paths))
         with _pool(workers, len(paths)) as pool, _storer(pool) as storer:
             pending: deque = deque()  # files whose documents are being read: (path, entries, result)
-            storing: deque = deque()  # files whose texts are being stored: (entries, result)
+            storing: deque = deque()  # files whose texts and entries are being stored
 
             def finish(*, wait: bool) -> None:
                 while pending and (wait or len(pending) > 2 * workers or pending[0][2].done()):
                     _path, entries, reading = pending.popleft()
-                    storing.append((entries, _submit(storer, texts_store, reading.result())))
-                while storing and (wait or len(storing) > 1 or storing[0][1].done()):
-                    entries, stored = storing.popleft()
-                    result = stored.result()
-                    result.entries = file_entries_refresh(entries)
-                    texts.add(result)
+                    storing.append(_submit(storer, file_texts_finish, reading.result(), entries))
+                while storing and (wait or len(storing) > 2 or storing[0].done()):
+                    texts.add(storing.popleft().result())
 
             for path, reading in _readings(paths, pool, workers):
                 try:
@@ -143,8 +140,8 @@ def _pool(workers: int, files: int):
 
 
 class _Storer(ThreadPoolExecutor):
-    """A thread storing the texts read (PostgreSQL computing their vectors) on its own connection,
-    while this one indexes the captures of the next files and the entries of the previous ones."""
+    """A thread storing the texts read (PostgreSQL computing their vectors) and the files' search
+    entries on its own connection, while this one indexes the captures of the next files."""
 
     def __init__(self):
         super().__init__(max_workers=1, thread_name_prefix="index-texts")
@@ -159,7 +156,8 @@ def _close_connection() -> None:
 
 
 def _storer(pool):
-    """With worker processes reading, on PostgreSQL: the texts are stored by another connection."""
+    """With worker processes reading, on PostgreSQL: the texts are stored by another connection (the
+    captures of a file are committed before its documents are read)."""
     if pool is None or connection.vendor != "postgresql":
         return _NoPool()
     return _Storer()
