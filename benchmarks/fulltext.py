@@ -1063,6 +1063,7 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
             f"UPDATE storage_searchentry SET summary = {summary_sql('text.')} FROM storage_searchtext AS text"
             " WHERE text.digest = storage_searchentry.digest",  # noqa: S608 (our names)
         )
+        cursor.execute("VACUUM FULL storage_searchentry")  # the update wrote every row again
     archive.seconds["summaries"] = time.perf_counter() - moment
     log(f"  summaries in {archive.seconds['summaries']:.0f} s; building the indexes")
     moment = time.perf_counter()

@@ -46,8 +46,8 @@ from django.utils.translation import gettext as _
 
 from storage.models_search import SearchText
 
-CANDIDATES = 1_000  # matching entries read per search (and as many found by the links to them)
-LEAD_CHARS = 300  # characters of a text's start in its entries' summary (PostgreSQL)
+CANDIDATES = 500  # matching entries read per search (and as many found by the links to them)
+LEAD_CHARS = 600  # characters of a text's start in its entries' summary (PostgreSQL)
 ANCHOR_RANK = 0.1  # what words in the links to a page add to its rank
 ANCHORS_SHOWN = 3
 MAX_QUERY = 500  # characters of a query
@@ -278,8 +278,8 @@ class PostgresBackend(Backend):
             where=[f"NOT coalesce({summary} @@ {tsquery}, false)"], params=[text] * count
         )
         with transaction.atomic(), connection.cursor() as cursor:
-            # Every match is found through a GIN index: the planner, which cannot know that matching a
-            # text's vector means reading it from TOAST, would otherwise scan the texts to stop early.
+            # Every match is found through a GIN index: the planner cannot know how rare a word is, nor
+            # that matching a text's vector means reading it from TOAST, and would scan the tables.
             cursor.execute("SELECT current_setting('enable_seqscan')")
             (previous,) = cursor.fetchone()
             cursor.execute("SELECT set_config('enable_seqscan', 'off', true)")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from django.db.models import Case, Count, Exists, OuterRef, Value, When
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, Value, When, Window
+from django.db.models.functions import RowNumber
 from django.utils.translation import get_language_info
 from django.utils.translation import gettext as _
 
@@ -188,28 +189,30 @@ def language_name(code: str) -> str:
 
 def _add_captures(hits: list[search.Hit], viewer: Viewer) -> None:
     """Each hit's captures the viewer may read (counted), and the one to open: the latest capture of
-    the hit's text, else the latest before it (a browser capture's text), else the latest."""
+    the hit's text, else the latest before it (a browser capture's text), else the latest; one
+    statement for the page of hits."""
     if not hits:
         return
-    visible = access.visible_captures(Capture.objects.all(), viewer)
-    counts = dict(
-        visible.filter(urlkey__in=[hit.urlkey for hit in hits])
-        .values("urlkey")
-        .annotate(count=Count("pk"))
-        .values_list("urlkey", "count")
+    preferred = Case(
+        *(When(Q(urlkey=hit.urlkey, digest=hit.digest), then=Value(0)) for hit in hits),
+        *(When(Q(urlkey=hit.urlkey, timestamp__lte=hit.last_capture), then=Value(1)) for hit in hits),
+        default=Value(2),
     )
+    visible = access.visible_captures(Capture.objects.all(), viewer)
+    chosen = (
+        visible.filter(urlkey__in={hit.urlkey for hit in hits})
+        .annotate(
+            preferred=preferred,
+            choice=Window(
+                RowNumber(), partition_by=[F("urlkey")], order_by=["preferred", "-timestamp", "-pk"]
+            ),
+            count=Window(Count("pk"), partition_by=[F("urlkey")]),
+        )
+        .filter(choice=1)
+    )
+    by_key = {capture.urlkey: capture for capture in chosen}
     for hit in hits:
-        hit.capture_count = counts.get(hit.urlkey, 0)
-        preferred = Case(
-            When(digest=hit.digest, then=Value(0)),
-            When(timestamp__lte=hit.last_capture, then=Value(1)),
-            default=Value(2),
-        )
-        capture = (
-            visible.filter(urlkey=hit.urlkey)
-            .annotate(preferred=preferred)
-            .order_by("preferred", "-timestamp", "-pk")
-            .first()
-        )
+        capture = by_key.get(hit.urlkey)
         hit.capture = capture
+        hit.capture_count = capture.count if capture is not None else 0
         hit.replay = replay_url(hit.url, capture.timestamp14) if capture is not None else ""

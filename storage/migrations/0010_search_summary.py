@@ -6,7 +6,7 @@
 
 from django.db import migrations, models
 
-LEAD_CHARS = 300
+LEAD_CHARS = 600
 CONFIG = (
     "(CASE text.language WHEN 'fr' THEN 'archive_fr' WHEN 'en' THEN 'archive_en' "
     "ELSE 'archive_simple' END)::regconfig"
@@ -39,6 +39,7 @@ class Migration(migrations.Migration):
     dependencies = [("storage", "0009_fulltext_index")]
 
     operations = [
+        migrations.RemoveIndex(model_name="searchentry", name="search_entry_definition"),
         migrations.AddIndex(
             model_name="searchentry",
             index=models.Index(fields=["year"], name="search_entry_year"),
