@@ -63,9 +63,11 @@ class TextIndexing:
         self.entries += other.entries
 
 
-def is_document(*, record_type: str, mime: str, status: int | None, url: str) -> bool:
-    """Whether a capture holds a document the full-text index reads."""
-    if record_type not in INDEXED_RECORDS or not extracts(mime, url):
+def is_document(capture) -> bool:
+    """Whether a capture (a Capture, or a capture-index entry: anything with ``record_type``,
+    ``mime``, ``status`` and ``url``) holds a document the full-text index reads."""
+    record_type, status = capture.record_type, capture.status
+    if record_type not in INDEXED_RECORDS or not extracts(capture.mime, capture.url):
         return False
     return record_type == "resource" or (status is not None and 200 <= status < 300)
 
@@ -215,28 +217,14 @@ def _domain(url: str) -> str:
 
 def document_capture_ids(captures: Iterable[Capture]) -> list[int]:
     """The ids of the captures the full-text index is concerned with (documents, and revisits of them)."""
-    return [
-        capture.pk
-        for capture in captures
-        if capture.record_type == "revisit"
-        or is_document(
-            record_type=capture.record_type, mime=capture.mime, status=capture.status, url=capture.url
-        )
-    ]
+    return [capture.pk for capture in captures if capture.record_type == "revisit" or is_document(capture)]
 
 
 def captures_text_index(capture_ids: Iterable[int]) -> TextIndexing:
     """Index the documents of these captures, reading each payload not yet indexed from its record."""
     result = TextIndexing()
     captures = list(Capture.objects.filter(pk__in=list(capture_ids)).select_related("warc_file"))
-    documents = [
-        capture
-        for capture in captures
-        if is_document(
-            record_type=capture.record_type, mime=capture.mime, status=capture.status, url=capture.url
-        )
-        and capture.digest
-    ]
+    documents = [capture for capture in captures if is_document(capture) and capture.digest]
     known = known_digests(capture.digest for capture in documents)
     result.known = len(known)
     records: list[RecordText] = []
@@ -288,12 +276,7 @@ def capture_document(capture: Capture) -> Document:
 def wanted_documents(entries) -> tuple[list[tuple[int, str, str]], int]:
     """(offset, url, digest) of the records of a file's capture-index entries whose documents the
     index does not hold yet (one record per digest), and how many it holds already."""
-    documents = [
-        entry
-        for entry in entries
-        if entry.digest
-        and is_document(record_type=entry.record_type, mime=entry.mime, status=entry.status, url=entry.url)
-    ]
+    documents = [entry for entry in entries if entry.digest and is_document(entry)]
     known = known_digests(entry.digest for entry in documents)
     already = len(known)
     wanted = []
@@ -317,8 +300,7 @@ def file_entries_refresh(entries) -> int:
     return entries_refresh(
         (entry.urlkey, entry.digest)
         for entry in entries
-        if entry.record_type == "revisit"
-        or is_document(record_type=entry.record_type, mime=entry.mime, status=entry.status, url=entry.url)
+        if entry.record_type == "revisit" or is_document(entry)
     )
 
 
