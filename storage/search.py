@@ -47,7 +47,7 @@ from django.utils.translation import gettext as _
 from storage.models_search import SearchText
 
 CANDIDATES = 500  # matching entries read per search (and as many found by the links to them)
-LEAD_CHARS = 600  # characters of a text's start in its entries' summary (PostgreSQL)
+LEAD_CHARS = 300  # characters of a text's start in its entries' summary (PostgreSQL)
 ANCHOR_RANK = 0.1  # what words in the links to a page add to its rank
 ANCHORS_SHOWN = 3
 MAX_QUERY = 500  # characters of a query
@@ -277,18 +277,26 @@ class PostgresBackend(Backend):
         rest = self.matching(entries, query, language).extra(
             where=[f"NOT coalesce({summary} @@ {tsquery}, false)"], params=[text] * count
         )
+        # A summary is in its row: the planner scans the entries until enough match for a common word
+        # (its statistics say how common), and uses the GIN index for the others.
+        rows = list(first.values_list("id", *fields, "rank")[:limit])
+        if len(rows) == limit:
+            return rows
+        # The planner cannot know that matching a text's vector means reading it from TOAST: left to
+        # itself, it scans the texts, or hashes every text holding a word to join a filter's entries.
+        # Through indexes and nested loops only, the texts read are those of the entries it needs (by
+        # the GIN index for a rare word, by digest from a filter's entries).
+        settings = ("enable_seqscan", "enable_hashjoin", "enable_mergejoin")
         with transaction.atomic(), connection.cursor() as cursor:
-            # Every match is found through a GIN index: the planner cannot know how rare a word is, nor
-            # that matching a text's vector means reading it from TOAST, and would scan the tables.
-            cursor.execute("SELECT current_setting('enable_seqscan')")
-            (previous,) = cursor.fetchone()
-            cursor.execute("SELECT set_config('enable_seqscan', 'off', true)")
+            cursor.execute("SELECT " + ", ".join(f"current_setting('{name}')" for name in settings))
+            previous = cursor.fetchone()
+            cursor.execute("SELECT " + ", ".join(f"set_config('{name}', 'off', true)" for name in settings))
             try:
-                rows = list(first.values_list("id", *fields, "rank")[:limit])
-                if len(rows) < limit:
-                    rows += rest.values_list("id", *fields, "rank")[: limit - len(rows)]
+                rows += rest.values_list("id", *fields, "rank")[: limit - len(rows)]
             finally:
-                cursor.execute("SELECT set_config('enable_seqscan', %s, true)", [previous])
+                cursor.execute(
+                    "SELECT " + ", ".join(f"set_config('{name}', %s, true)" for name in settings), previous
+                )
         return rows
 
     def summarize(self, entry_ids):

@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from django.db.models import Case, Count, Exists, F, OuterRef, Q, Value, When, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Count, Exists, OuterRef
 from django.utils.translation import get_language_info
 from django.utils.translation import gettext as _
 
@@ -187,32 +186,42 @@ def language_name(code: str) -> str:
         return code
 
 
+CAPTURES_READ = 2_000  # captures of a page of hits read to choose the one each hit opens
+
+
 def _add_captures(hits: list[search.Hit], viewer: Viewer) -> None:
     """Each hit's captures the viewer may read (counted), and the one to open: the latest capture of
-    the hit's text, else the latest before it (a browser capture's text), else the latest; one
-    statement for the page of hits."""
+    the hit's text, else the latest before it (a browser capture's text), else the latest."""
     if not hits:
         return
-    preferred = Case(
-        *(When(Q(urlkey=hit.urlkey, digest=hit.digest), then=Value(0)) for hit in hits),
-        *(When(Q(urlkey=hit.urlkey, timestamp__lte=hit.last_capture), then=Value(1)) for hit in hits),
-        default=Value(2),
-    )
     visible = access.visible_captures(Capture.objects.all(), viewer)
-    chosen = (
-        visible.filter(urlkey__in={hit.urlkey for hit in hits})
-        .annotate(
-            preferred=preferred,
-            choice=Window(
-                RowNumber(), partition_by=[F("urlkey")], order_by=["preferred", "-timestamp", "-pk"]
-            ),
-            count=Window(Count("pk"), partition_by=[F("urlkey")]),
-        )
-        .filter(choice=1)
+    keys = {hit.urlkey for hit in hits}
+    counts = dict(
+        visible.filter(urlkey__in=keys)
+        .values("urlkey")
+        .annotate(count=Count("pk"))
+        .values_list("urlkey", "count")
     )
-    by_key = {capture.urlkey: capture for capture in chosen}
+    # The captures of the hits' texts, the latest first: one statement for the page, in most cases.
+    latest: dict[tuple[str, str], int] = {}
+    rows = (
+        visible.filter(urlkey__in=keys, digest__in={hit.digest for hit in hits})
+        .order_by("-timestamp", "-pk")
+        .values_list("pk", "urlkey", "digest")[:CAPTURES_READ]
+    )
+    for pk, key, digest in rows:
+        latest.setdefault((key, digest), pk)
+    chosen: dict[str, int] = {}
     for hit in hits:
-        capture = by_key.get(hit.urlkey)
+        pk = latest.get((hit.urlkey, hit.digest))
+        if pk is None and counts.get(hit.urlkey):
+            own = visible.filter(urlkey=hit.urlkey).order_by("-timestamp", "-pk").values_list("pk", flat=True)
+            pk = own.filter(timestamp__lte=hit.last_capture).first() or own.first()
+        if pk is not None:
+            chosen[hit.urlkey] = pk
+    captures = Capture.objects.in_bulk(list(chosen.values()))
+    for hit in hits:
+        capture = captures.get(chosen.get(hit.urlkey))
         hit.capture = capture
-        hit.capture_count = capture.count if capture is not None else 0
+        hit.capture_count = counts.get(hit.urlkey, 0)
         hit.replay = replay_url(hit.url, capture.timestamp14) if capture is not None else ""

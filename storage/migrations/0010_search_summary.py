@@ -6,7 +6,7 @@
 
 from django.db import migrations, models
 
-LEAD_CHARS = 600
+LEAD_CHARS = 300
 CONFIG = (
     "(CASE text.language WHEN 'fr' THEN 'archive_fr' WHEN 'en' THEN 'archive_en' "
     "ELSE 'archive_simple' END)::regconfig"
