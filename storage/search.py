@@ -46,7 +46,8 @@ from django.utils.translation import gettext as _
 
 from storage.models_search import SearchText
 
-CANDIDATES = 500  # matching entries read per search (and as many found by the links to them)
+CANDIDATES = 500  # matching entries read per search by their text
+LINKED_CANDIDATES = 250  # and by the anchor text of the links to them
 LEAD_CHARS = 300  # characters of a text's start in its entries' summary (PostgreSQL)
 ANCHOR_RANK = 0.1  # what words in the links to a page add to its rank
 ANCHORS_SHOWN = 3
@@ -447,19 +448,19 @@ CANDIDATE_FIELDS = (
 def candidates(
     entries: QuerySet, query: ParsedQuery, language: str = "", anchors: QuerySet | None = None
 ) -> tuple[list[Candidate], bool]:
-    """The matching entries (at most CANDIDATES by their text, and as many by the anchor text of the
+    """The matching entries (at most CANDIDATES by their text, LINKED_CANDIDATES by the anchor text of the
     links to them, among ``anchors``) and whether there were more."""
     engine = backend()
     rows = engine.first_matches(entries, query, language, CANDIDATE_FIELDS, CANDIDATES + 1)
     capped = len(rows) > CANDIDATES
     found = {row[0]: Candidate(*row[1:]) for row in rows[:CANDIDATES]}
     if anchors is not None:
-        targets = engine.anchored(anchors, query).values("target_urlkey")[:CANDIDATES]
+        targets = engine.anchored(anchors, query).values("target_urlkey")[:LINKED_CANDIDATES]
         linked = list(
-            entries.filter(urlkey__in=targets).values_list("id", *CANDIDATE_FIELDS)[: CANDIDATES + 1]
+            entries.filter(urlkey__in=targets).values_list("id", *CANDIDATE_FIELDS)[: LINKED_CANDIDATES + 1]
         )
-        capped = capped or len(linked) > CANDIDATES
-        for row in linked[:CANDIDATES]:
+        capped = capped or len(linked) > LINKED_CANDIDATES
+        for row in linked[:LINKED_CANDIDATES]:
             candidate = found.get(row[0])
             if candidate is None:
                 candidate = found[row[0]] = Candidate(*row[1:], rank=0.0)
