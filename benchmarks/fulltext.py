@@ -1059,9 +1059,9 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
     log(f"  loaded in {archive.seconds['loading']:.0f} s; the entries' summaries")
     moment = time.perf_counter()
     with connection.cursor() as cursor:  # as storage.search.PostgresBackend.summarize
+        summaries = f"UPDATE storage_searchentry SET summary = {summary_sql('text.')}"  # noqa: S608 (our names)
         cursor.execute(
-            f"UPDATE storage_searchentry SET summary = {summary_sql('text.')} FROM storage_searchtext AS text"
-            " WHERE text.digest = storage_searchentry.digest",  # noqa: S608 (our names)
+            summaries + " FROM storage_searchtext AS text WHERE text.digest = storage_searchentry.digest"
         )
         cursor.execute("VACUUM FULL storage_searchentry")  # the update wrote every row again
     archive.seconds["summaries"] = time.perf_counter() - moment

@@ -321,3 +321,46 @@ def test_fulltext_benchmark_indexes_loads_and_searches_as_staff_and_reader(db, t
     assert goals.count("| PASS |") + goals.count("| MISS |") == 11
     assert list(tmp_path.rglob("*.warc.gz"))  # kept for the next run
     assert not _database_exists(name)
+
+
+@POSTGRESQL_ONLY
+def test_fulltext_benchmark_keeps_its_database_for_a_reuse_that_loads_nothing(db, tmp_path):
+    name = f"bench_fulltext_keep_{os.getpid()}"
+    database = ["--database-url", _url(name)]
+    try:
+        kept = _run(
+            BENCHMARKS / "fulltext.py",
+            "--smoke",
+            "--only",
+            "queries",
+            "--keep",
+            "--data",
+            str(tmp_path),
+            *database,
+            timeout=300,
+        )
+        assert kept.returncode == 0, kept.stderr
+        assert _database_exists(name) and (tmp_path / "archive.json").exists()
+        assert f"Kept the database {name}" in kept.stderr
+
+        again = _run(
+            BENCHMARKS / "fulltext.py", "--smoke", "--reuse", "--data", str(tmp_path), *database, timeout=300
+        )
+        assert again.returncode == 0, again.stderr
+        assert "Reusing the 3,000 documents loaded by an earlier run" in again.stderr
+        assert "Loading" not in again.stderr
+        assert "| part 2: 3,000 documents |" in again.stdout
+        assert _database_exists(name)  # --reuse never drops what it did not create
+    finally:
+        _server(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    refused = _run(
+        BENCHMARKS / "fulltext.py",
+        "--smoke",
+        "--reuse",
+        "--data",
+        str(tmp_path),
+        "--database-url",
+        "sqlite:///" + str(tmp_path / "x.sqlite3"),
+        timeout=60,
+    )
+    assert refused.returncode != 0
