@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.encoding import bytes_to_str, detect_encoding, map_encoding_to_html5
@@ -102,8 +102,12 @@ class RecordText:
 
 def record_text(url: str, digest: str, offset: int, document: Document | None, error: str = "") -> RecordText:
     """A record read for the index, with the anchors of its document's links resolved (where the
-    reading happens: in ``index_warcs``'s worker processes)."""
-    anchors = link_anchors(url, document.links) if document is not None else []
+    reading happens: in ``index_warcs``'s worker processes). The document keeps what the index stores:
+    its links and its main content (read for its language) are not sent on."""
+    anchors: list[tuple[str, str]] = []
+    if document is not None:
+        anchors = link_anchors(url, document.links)
+        document.links, document.main = [], ""
     return RecordText(url, digest, offset, document, error, anchors)
 
 
@@ -112,31 +116,44 @@ def link_anchors(url: str, links: list[tuple[str, str]]) -> list[tuple[str, str]
     their fragment, at most MAX_ANCHORS, none to the page itself, each pair once."""
     base = page_url(url)
     own = _key(base)
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return []
+    origin = f"{parts.scheme}://{parts.netloc}"
     anchors: dict[tuple[str, str], None] = {}
     for href, text in links[:MAX_ANCHORS]:
-        target = _link_target(base, href)
-        key = _key(target) if target else ""
+        href = href.strip()
+        if not href or href.startswith("#") or len(href) > MAX_LINK:
+            continue
+        if href.startswith("/") and not href.startswith("//"):
+            key = _target_key(origin, href)  # what it points to depends on the page's origin only
+        elif href[:8].lower().startswith(("http://", "https://")):
+            key = _target_key("", href)  # on nothing of the page
+        else:
+            key = _target_key(base, href)
         if key and key != own:
             anchors[(key, text)] = None
     return list(anchors)
 
 
-def _link_target(base: str, href: str) -> str:
-    """The absolute http(s) address a link points to, without its fragment; "" for anything else."""
-    href = href.strip()
-    if not href or href.startswith("#") or len(href) > MAX_LINK:
-        return ""
+@functools.lru_cache(maxsize=50_000)
+def _target_key(base: str, href: str) -> str:
+    """The SURT key of the http(s) address a link points to, without its fragment; "" for anything
+    else. Cached: a site's menus repeat on every page, and many pages link to the same ones."""
     try:
-        target = urljoin(base, href)
+        target = urljoin(base, href) if base else href
     except ValueError:
         return ""
     target = target.split("#", 1)[0]
-    return target if target.lower().startswith(("http://", "https://")) else ""
+    if not target.lower().startswith(("http://", "https://")):
+        return ""
+    return _key(target)
 
 
 @functools.lru_cache(maxsize=20_000)
 def _key(url: str) -> str:
-    """The SURT key of an address ("" when it has none); a site's menus repeat on every page."""
+    """The SURT key of an address ("" when it has none)."""
     try:
         return url_key(url)
     except Exception:

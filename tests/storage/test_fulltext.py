@@ -27,7 +27,7 @@ from storage.models import Capture
 from storage.models_search import SearchEntry, SearchText
 from storage.selectors_search import SearchRequest, archive_search
 from storage.tasks import index_texts
-from storage.textextract import file_documents
+from storage.textextract import file_documents, link_anchors
 from tests.crawler.sitecrawl import crawl
 from webarchive.permissions import Role
 from webarchive.testsite import TestSite, assets
@@ -363,6 +363,51 @@ def test_a_page_is_found_by_the_words_other_pages_link_to_it_with(db, tmp_path):
     assert not by_url["http://musee.fr/"].anchored  # found by its own text
     assert urls(search_as("ailleurs")) == ["http://musee.fr/"]  # a page not in the archive is no hit
     assert urls(search_as("haut de page")) == ["http://musee.fr/"]  # a link to the page itself is not kept
+
+
+def test_links_are_resolved_against_the_page_as_a_browser_resolves_them():
+    links = [
+        ("/a/../b?q=1#top", "root relative"),
+        ("c.html", "relative"),
+        ("../d/", "up"),
+        ("//other.org/e", "protocol relative"),
+        ("HTTPS://Other.org/F#x", "absolute"),
+        ("http:g", "scheme only"),
+        ("mailto:x@y.fr", "mail"),
+        ("  /a/b/page.html ", "the page itself"),
+        ("/b?q=1", "root relative"),  # the same pair as the first: kept once
+    ]
+    assert link_anchors("http://www.site.fr/a/b/page.html", links) == [
+        ("fr,site)/b?q=1", "root relative"),
+        ("fr,site)/a/b/c.html", "relative"),
+        ("fr,site)/a/d", "up"),
+        ("org,other)/e", "protocol relative"),
+        ("org,other)/f", "absolute"),
+        ("fr,site)/a/b/g", "scheme only"),
+    ]
+    # What a link points to depends on the page it is in, not on the pages read before it.
+    assert link_anchors("http://autre.fr/x/y.html", [("c.html", "relative"), ("/b", "root")]) == [
+        ("fr,autre)/x/c.html", "relative"),
+        ("fr,autre)/b", "root"),
+    ]
+
+
+@POSTGRESQL_ONLY
+def test_a_text_is_stored_with_its_vector_and_summary_and_its_entries_copy_the_summary(db, tmp_path):
+    body = " ".join(["Les archives municipales conservent les délibérations du conseil."] * 20)
+    body += " Une tempête a tout détruit."  # far past the summary's characters
+    path = write_pages(
+        tmp_path / "one.warc.gz", [("http://a.fr/p", "text/html", html("Herbier", body, "fr"))]
+    )
+    call_command("index_warcs", str(path), "--workers", "1", verbosity=0)
+    with connection.cursor() as cursor:
+        vector, summary = search.vector_sql("text."), search.summary_sql("text.")
+        cursor.execute(
+            f"SELECT text.vector = {vector}, text.summary = {summary},"
+            " entry.summary = text.summary, length(text.summary) < length(text.vector)"
+            " FROM storage_searchtext AS text JOIN storage_searchentry AS entry ON entry.digest = text.digest"
+        )
+        assert cursor.fetchall() == [(True, True, True, True)]
 
 
 def test_words_deep_in_a_text_are_found_after_those_of_titles_and_exclusions_read_the_whole_text(
