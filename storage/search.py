@@ -44,7 +44,7 @@ from django.db.models.expressions import RawSQL
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
-from storage.models_search import SearchText
+from storage.models_search import SearchAnchor, SearchEntry, SearchText
 
 CANDIDATES = 500  # matching entries read per search by their text
 LINKED_CANDIDATES = 250  # and by the anchor text of the links to them
@@ -55,7 +55,20 @@ MAX_QUERY = 500  # characters of a query
 MAX_TERMS = 32
 CONFIGS = {"fr": "archive_fr", "en": "archive_en"}
 DEFAULT_CONFIG = "archive_simple"
-HEADLINE_CHARS = 30_000  # snippets are cut from the start of a text
+HEADLINE_CHARS = 30_000
+ENTRY_COLUMNS = (  # what a search entry is written from (storage.services.fulltext)
+    ("urlkey", "text"),
+    ("url", "text"),
+    ("domain", "text"),
+    ("digest", "text"),
+    ("harvest_definition_id", "integer"),
+    ("year", "smallint"),
+    ("mime", "text"),
+    ("language", "text"),
+    ("captures", "integer"),
+    ("first_capture", "timestamptz"),
+    ("last_capture", "timestamptz"),
+)  # snippets are cut from the start of a text
 MARK_START, MARK_END = "\x02", "\x03"  # removed from every extracted text (storage.textextract)
 _TERM = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _WORDY = re.compile(r"\w")
@@ -164,6 +177,14 @@ class Backend:
         """Add texts not yet indexed (by digest; a digest already there is left as it is)."""
         raise NotImplementedError
 
+    def store_anchors(self, rows: list[tuple[str, str, str]]) -> int:
+        """Add link anchors, (target SURT key, anchor text, source digest) each, those already there left."""
+        anchors = [
+            SearchAnchor(target_urlkey=key, text=text, source_digest=digest) for key, text, digest in rows
+        ]
+        SearchAnchor.objects.bulk_create(anchors, ignore_conflicts=True, batch_size=500)
+        return len(rows)
+
     def matching(self, entries: QuerySet, query: ParsedQuery, language: str = "") -> QuerySet:
         """``entries`` narrowed to those whose text matches, annotated with ``rank`` (higher: better)."""
         raise NotImplementedError
@@ -174,8 +195,13 @@ class Backend:
         """At most ``limit`` of the matching ``entries``, the best first found: (id, *fields, rank)."""
         return list(self.matching(entries, query, language).values_list("id", *fields, "rank")[:limit])
 
-    def summarize(self, entry_ids: list[int]) -> None:
-        """Bring these entries' summaries up to date with their texts (when the backend keeps them)."""
+    def add_entries(self, rows: list[tuple]) -> int:
+        """Add search entries (tuples of ENTRY_COLUMNS' values), each with its summary where the backend
+        keeps them."""
+        names = [name for name, _type in ENTRY_COLUMNS]
+        entries = [SearchEntry(**dict(zip(names, row, strict=True))) for row in rows]
+        SearchEntry.objects.bulk_create(entries, batch_size=500)
+        return len(entries)
 
     def headlines(self, digests: list[str], query: ParsedQuery) -> dict[str, str]:
         """Digest → a snippet of its text around the matched words, marked with MARK_START/END."""
@@ -186,12 +212,17 @@ class Backend:
         raise NotImplementedError
 
 
+def config_sql(prefix: str = "") -> str:
+    """The text search configuration of a text's language (``prefix``: the table's alias and a dot)."""
+    cases = " ".join(f"WHEN '{language}' THEN '{name}'" for language, name in CONFIGS.items())
+    return f"(CASE {prefix}language {cases} ELSE '{DEFAULT_CONFIG}' END)::regconfig"
+
+
 def vector_sql(prefix: str = "", lead: int | None = None) -> str:
     """The vector of a text (PostgreSQL), from its columns (``prefix``: the table's alias and a dot):
     title weighted A, headings B, its language's configuration; ``lead``: the body's first characters
     only."""
-    cases = " ".join(f"WHEN '{language}' THEN '{name}'" for language, name in CONFIGS.items())
-    config = f"(CASE {prefix}language {cases} ELSE '{DEFAULT_CONFIG}' END)::regconfig"
+    config = config_sql(prefix)
     body = f"left({prefix}body, {int(lead)})" if lead is not None else f"{prefix}body"
     return (
         f"setweight(to_tsvector({config}, {prefix}title), 'A')"
@@ -204,34 +235,99 @@ def summary_sql(prefix: str = "") -> str:
     return vector_sql(prefix, LEAD_CHARS)
 
 
+def vectors_sql(prefix: str = "") -> str:
+    """A LATERAL subquery giving a text's ``vector`` and ``summary`` (what :func:`vector_sql` and
+    :func:`summary_sql` give) with its title and headings parsed once; ``OFFSET 0`` keeps the
+    planner from copying each expression into every place that reads it."""
+    config = config_sql(prefix)
+    return (
+        "LATERAL (SELECT head || to_tsvector(config, body) AS vector,"
+        f" head || to_tsvector(config, left(body, {int(LEAD_CHARS)})) AS summary"
+        " FROM (SELECT config, body, setweight(to_tsvector(config, title), 'A')"
+        " || setweight(to_tsvector(config, headings), 'B') AS head"
+        f" FROM (SELECT {config} AS config, {prefix}body AS body, {prefix}title AS title,"
+        f" {prefix}headings AS headings OFFSET 0) AS text_config OFFSET 0) AS text_head) AS vectors"
+    )
+
+
+TEXT_COLUMNS = (
+    ("digest", "text"),
+    ("mime", "text"),
+    ("language", "text"),
+    ("title", "text"),
+    ("headings", "text"),
+    ("body", "text"),
+    ("truncated", "boolean"),
+    ("error", "text"),
+    ("extracted_at", "timestamptz"),
+)
+ANCHOR_COLUMNS = (("target_urlkey", "text"), ("text", "text"), ("source_digest", "text"))
+
+
+def _staged(cursor, name: str, columns: tuple[tuple[str, str], ...], rows: list[tuple]) -> None:
+    """``rows`` into the temporary table ``name`` of this connection, by COPY (sent as they are: no
+    quoting); the caller reads them in the same transaction and empties the table."""
+    definition = ", ".join(f"{column} {kind}" for column, kind in columns)
+    cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {name} ({definition}) ON COMMIT DELETE ROWS")
+    names = ", ".join(column for column, _kind in columns)
+    with cursor.cursor.copy(f"COPY {name} ({names}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
+
+
 class PostgresBackend(Backend):
     def store(self, texts):
         if not texts:
             return 0
-        columns = "digest, mime, language, title, headings, body, truncated, error, extracted_at"
-        # Each text is sent once; the vector is computed from the row, in its language's configuration.
+        columns = ", ".join(name for name, _type in TEXT_COLUMNS)
+        read = ", ".join(f"text.{name}" for name, _type in TEXT_COLUMNS)
+        # The batch is sent by COPY, then each vector is computed from its row in its language's
+        # configuration, and the summary with it (the text's entries copy it).
         statement = (
-            f"INSERT INTO storage_searchtext ({columns}, vector) SELECT {columns},"
-            f" CASE WHEN error = '' THEN {vector_sql('text.')} END"
-            f" FROM (VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)) AS text ({columns})"
+            f"INSERT INTO storage_searchtext ({columns}, vector, summary)"
+            f" SELECT {read}, CASE WHEN text.error = '' THEN vectors.vector END,"
+            " CASE WHEN text.error = '' THEN vectors.summary END"
+            f" FROM search_text_staging AS text, {vectors_sql('text.')}"
             " ON CONFLICT (digest) DO NOTHING"
         )
         rows = [
-            (
-                text.digest,
-                text.mime,
-                text.language,
-                text.title,
-                text.headings,
-                text.body,
-                text.truncated,
-                text.error,
-                text.extracted_at,
-            )
+            tuple(getattr(text, name) for name, _type in TEXT_COLUMNS)
             for text in sorted(texts, key=lambda text: text.digest)
         ]
-        with connection.cursor() as cursor:
-            cursor.executemany(statement, rows)
+        with transaction.atomic(), connection.cursor() as cursor:
+            _staged(cursor, "search_text_staging", TEXT_COLUMNS, rows)
+            cursor.execute(statement)
+            cursor.execute("DELETE FROM search_text_staging")
+        return len(rows)
+
+    def store_anchors(self, rows):
+        if not rows:
+            return 0
+        with transaction.atomic(), connection.cursor() as cursor:
+            _staged(cursor, "search_anchor_staging", ANCHOR_COLUMNS, rows)
+            cursor.execute(
+                "INSERT INTO storage_searchanchor (target_urlkey, text, source_digest)"
+                " SELECT * FROM search_anchor_staging ORDER BY 1, 2, 3"
+                " ON CONFLICT (target_urlkey, text, source_digest) DO NOTHING"
+            )
+            cursor.execute("DELETE FROM search_anchor_staging")
+        return len(rows)
+
+    def add_entries(self, rows):
+        if not rows:
+            return 0
+        columns = ", ".join(name for name, _type in ENTRY_COLUMNS)
+        read = ", ".join(f"entry.{name}" for name, _type in ENTRY_COLUMNS)
+        with transaction.atomic(), connection.cursor() as cursor:
+            _staged(cursor, "search_entry_staging", ENTRY_COLUMNS, rows)
+            # Each entry with its summary, copied from its text (computed for a text stored without).
+            cursor.execute(
+                f"INSERT INTO storage_searchentry ({columns}, summary)"
+                f" SELECT {read}, coalesce(text.summary, {summary_sql('text.')})"
+                " FROM search_entry_staging AS entry"
+                " LEFT JOIN storage_searchtext AS text ON text.digest = entry.digest"
+            )
+            cursor.execute("DELETE FROM search_entry_staging")
         return len(rows)
 
     def _tsquery(self, language: str) -> tuple[str, int]:
@@ -300,17 +396,6 @@ class PostgresBackend(Backend):
                 )
         return rows
 
-    def summarize(self, entry_ids):
-        if not entry_ids:
-            return
-        statement = (
-            f"UPDATE storage_searchentry SET summary = {summary_sql('text.')}"
-            " FROM storage_searchtext AS text"
-            " WHERE text.digest = storage_searchentry.digest AND storage_searchentry.id = ANY(%s)"
-        )
-        with connection.cursor() as cursor:
-            cursor.execute(statement, [list(entry_ids)])
-
     def anchored(self, anchors, query):
         matching = (
             "SELECT id FROM storage_searchanchor WHERE vector @@ websearch_to_tsquery('archive_simple', %s)"
@@ -320,10 +405,7 @@ class PostgresBackend(Backend):
     def headlines(self, digests, query):
         if not digests:
             return {}
-        config = (
-            "(CASE language WHEN 'fr' THEN 'archive_fr' WHEN 'en' THEN 'archive_en' "
-            "ELSE 'archive_simple' END)::regconfig"
-        )
+        config = config_sql()
         options = f"StartSel={MARK_START}, StopSel={MARK_END}, MaxFragments=2, MaxWords=25, MinWords=10"
         statement = (
             f"SELECT digest, ts_headline({config}, left(body, {HEADLINE_CHARS}), "

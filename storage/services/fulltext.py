@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from storage import search
 from storage.models import Capture
-from storage.models_search import SearchAnchor, SearchEntry, SearchText
+from storage.models_search import SearchEntry, SearchText
 from storage.selectors import RecordPayload, RecordUnavailable
 from storage.textextract import (
     MAX_PAYLOAD,
@@ -123,11 +123,8 @@ def anchors_store(records: Iterable[RecordText]) -> int:
     rows = sorted(
         {(key, text, record.digest) for record in records if record.digest for key, text in record.anchors}
     )
-    SearchAnchor.objects.bulk_create(
-        [SearchAnchor(target_urlkey=key, text=text, source_digest=digest) for key, text, digest in rows],
-        ignore_conflicts=True,
-        batch_size=BATCH,
-    )
+    for start in range(0, len(rows), BATCH * 4):
+        search.backend().store_anchors(rows[start : start + BATCH * 4])
     return len(rows)
 
 
@@ -170,26 +167,13 @@ def _refresh(pairs: list[tuple[str, str]]) -> int:
         year = timezone.localtime(stamp).year
         groups[(pages[key][0], digest, definition or 0, year)].append((stamp, pages[key][1]))
     page_pairs = {(pages.get(key, (key,))[0], digest) for key, digest in pairs}
-    rows = []
+    rows = []  # in search.ENTRY_COLUMNS' order
     for (page_key, digest, definition, year), found in groups.items():
         stamps = [stamp for stamp, _url in found]
         url = max(found)[1]
         text = texts[digest]
-        rows.append(
-            SearchEntry(
-                urlkey=page_key,
-                url=url,
-                domain=_domain(url),
-                digest=digest,
-                harvest_definition_id=definition,
-                year=year,
-                mime=text["mime"],
-                language=text["language"],
-                captures=len(found),
-                first_capture=min(stamps),
-                last_capture=max(stamps),
-            )
-        )
+        row = (page_key, url, _domain(url), digest, definition, year, text["mime"], text["language"])
+        rows.append((*row, len(found), min(stamps), max(stamps)))
     with transaction.atomic():
         # The entries of these pairs, found by digest (indexed), then deleted by id: one statement each.
         existing = SearchEntry.objects.filter(digest__in={digest for _key, digest in page_pairs})
@@ -199,8 +183,7 @@ def _refresh(pairs: list[tuple[str, str]]) -> int:
             if (key, digest) in page_pairs
         ]
         SearchEntry.objects.filter(pk__in=stale).delete()
-        created = SearchEntry.objects.bulk_create(rows, batch_size=BATCH)
-        search.backend().summarize([entry.pk for entry in created])
+        search.backend().add_entries(rows)
     return len(rows)
 
 
