@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 import time
 from collections import deque
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -14,7 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from harvest.models import Job
-from storage.services.fulltext import TextIndexing, file_texts_finish, wanted_documents
+from storage.services.fulltext import TextIndexing, file_entries_refresh, texts_store, wanted_documents
 from storage.services.indexing import CdxjSorter, IndexConflict, warc_file_index
 from storage.textextract import read_documents
 from storage.warcindex import WarcReadError, archive_files, cdxj_line, read_file_or_error
@@ -59,15 +60,16 @@ class Command(BaseCommand):
         failed: list[str] = []
         texts = TextIndexing()
         paths = list(archive_files(paths))
-        with _pool(workers, len(paths)) as pool, _storer(pool) as storer:
+        entries_lock = threading.Lock()
+        with _pool(workers, len(paths)) as pool, _storer(pool, workers) as storer:
             pending: deque = deque()  # files whose documents are being read: (path, entries, result)
             storing: deque = deque()  # files whose texts and entries are being stored
 
             def finish(*, wait: bool) -> None:
                 while pending and (wait or len(pending) > 2 * workers or pending[0][2].done()):
                     _path, entries, reading = pending.popleft()
-                    storing.append(_submit(storer, file_texts_finish, reading.result(), entries))
-                while storing and (wait or len(storing) > 2 or storing[0].done()):
+                    storing.append(_submit(storer, _store_file, reading.result(), entries, entries_lock))
+                while storing and (wait or len(storing) > 2 * workers or storing[0].done()):
                     texts.add(storing.popleft().result())
 
             for path, reading in _readings(paths, pool, workers):
@@ -139,28 +141,43 @@ def _pool(workers: int, files: int):
     return ProcessPoolExecutor(max_workers=min(workers, files), mp_context=context)
 
 
-class _Storer(ThreadPoolExecutor):
-    """A thread storing the texts read (PostgreSQL computing their vectors) and the files' search
-    entries on its own connection, while this one indexes the captures of the next files."""
+def _store_file(records, entries, entries_lock) -> TextIndexing:
+    """Store the documents read from a file (texts and anchors: side by side with other files'), then
+    recompute the search entries of its captures (one file at a time: two files may hold the same
+    pages)."""
+    result = texts_store(records)
+    with entries_lock:
+        result.entries = file_entries_refresh(entries)
+    return result
 
-    def __init__(self):
-        super().__init__(max_workers=1, thread_name_prefix="index-texts")
+
+class _Storer(ThreadPoolExecutor):
+    """Threads storing the texts read and the files' search entries, each on its own connection (so
+    that PostgreSQL computes the texts' vectors in as many processes), while this one indexes the
+    captures of the next files."""
+
+    def __init__(self, threads: int):
+        super().__init__(max_workers=threads, thread_name_prefix="index-texts")
+        self.threads = threads
 
     def __exit__(self, *exc_info):
-        self.submit(_close_connection)
+        barrier = threading.Barrier(self.threads)  # each thread closes its own connection, once
+        for _thread in range(self.threads):
+            self.submit(_close_connection, barrier)
         return super().__exit__(*exc_info)
 
 
-def _close_connection() -> None:
+def _close_connection(barrier) -> None:
     connection.close()  # the calling thread's own
+    barrier.wait(timeout=60)
 
 
-def _storer(pool):
-    """With worker processes reading, on PostgreSQL: the texts are stored by another connection (the
+def _storer(pool, workers: int):
+    """With worker processes reading, on PostgreSQL: the texts are stored by other connections (the
     captures of a file are committed before its documents are read)."""
     if pool is None or connection.vendor != "postgresql":
         return _NoPool()
-    return _Storer()
+    return _Storer(workers)
 
 
 def _submit(pool, function, *args):
