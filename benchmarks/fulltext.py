@@ -652,7 +652,8 @@ def empty_index() -> None:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "TRUNCATE storage_capture, storage_warcfile, storage_searchtext, storage_searchentry"
+            "TRUNCATE storage_capture, storage_warcfile, storage_searchtext, storage_searchentry,"
+            " storage_searchanchor"
             " RESTART IDENTITY CASCADE"
         )
         with contextlib.suppress(Exception):  # write the dirty pages now, not during the next run
@@ -675,6 +676,9 @@ class IndexingResult:
     sizes: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
     load: tuple[float, float] = (0.0, 0.0)
+    machine_cpu: dict[float, float] = field(default_factory=dict)  # index_warcs' wall s -> machine CPU s
+    vectors_seconds: float = 0.0  # PostgreSQL computing every stored text's vector and summary, alone
+    writing_seconds: float = 0.0  # and writing the texts with those vectors into a table with a GIN index
 
 
 def measure_indexing(warcs: WarcSet, *, workers: int, repeat: int, env: dict, log) -> IndexingResult:
@@ -696,7 +700,9 @@ def measure_indexing(warcs: WarcSet, *, workers: int, repeat: int, env: dict, lo
         log(f"Indexing, turn {turn} of {repeat}")
         empty_index()
         command = [sys.executable, str(ROOT / "manage.py"), "index_warcs", *paths, "--workers", str(workers)]
+        machine = machine_cpu()
         seconds, cpu, said = run_timed(command, env=env, output=True)
+        result.machine_cpu[seconds] = machine_cpu() - machine
         contenders["ours"].runs.append((seconds, cpu))
         result.command_said = said.strip().splitlines()[-2:]
         seconds, cpu, result.extracted = extraction_alone(paths, workers)
@@ -718,6 +724,8 @@ def measure_indexing(warcs: WarcSet, *, workers: int, repeat: int, env: dict, lo
         result.languages = dict(cursor.fetchall())
         cursor.execute("SELECT count(*) FROM storage_searchentry")
         result.entries = cursor.fetchone()[0]
+        result.vectors_seconds = vectors_alone(cursor)
+        result.writing_seconds = writing_alone(cursor)
         cursor.execute("VACUUM ANALYZE storage_searchtext")
         cursor.execute("VACUUM ANALYZE storage_searchentry")
     result.texts = sum(result.languages.values())
@@ -730,6 +738,42 @@ def measure_indexing(warcs: WarcSet, *, workers: int, repeat: int, env: dict, lo
             f" texts in the index {result.texts:,}"
         )
     return result
+
+
+def machine_cpu() -> float:
+    """CPU seconds the whole machine has spent (every process, PostgreSQL's included), from /proc/stat."""
+    with open("/proc/stat") as stat:
+        ticks = [int(value) for value in stat.readline().split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def vectors_alone(cursor) -> float:
+    """Seconds PostgreSQL takes to compute the vector and the summary of every stored text (what
+    ``PostgresBackend.store`` computes), in one statement, writing nothing: part of the floor."""
+    from storage.search import vectors_sql
+
+    started = time.perf_counter()
+    cursor.execute(
+        "SELECT sum(length(vectors.vector)) + sum(length(vectors.summary))"  # noqa: S608 (our names)
+        f" FROM storage_searchtext AS text, {vectors_sql('text.')} WHERE text.error = ''"
+    )
+    cursor.fetchone()
+    return time.perf_counter() - started
+
+
+def writing_alone(cursor) -> float:
+    """Seconds PostgreSQL takes to write the stored texts, their vectors already computed, into a
+    scratch table with a GIN index on them (a temporary table: no WAL, so a little less than the real
+    table costs): the rest of the floor."""
+    cursor.execute("CREATE TEMPORARY TABLE bench_texts (LIKE storage_searchtext)")
+    cursor.execute("CREATE INDEX ON bench_texts USING gin (vector)")
+    cursor.execute("CREATE TEMPORARY TABLE bench_vectors AS SELECT * FROM storage_searchtext")
+    started = time.perf_counter()
+    cursor.execute("INSERT INTO bench_texts SELECT * FROM bench_vectors")
+    seconds = time.perf_counter() - started
+    cursor.execute("DROP TABLE bench_texts, bench_vectors")
+    return seconds
 
 
 def index_sizes() -> dict[str, int]:
@@ -1058,7 +1102,7 @@ def load_archive(count: int, *, connections: int, log) -> Archive:
     archive.seconds["loading"] = time.perf_counter() - started
     log(f"  loaded in {archive.seconds['loading']:.0f} s; the entries' summaries")
     moment = time.perf_counter()
-    with connection.cursor() as cursor:  # as storage.search.PostgresBackend.summarize
+    with connection.cursor() as cursor:  # as PostgresBackend.add_entries for a text without one
         summaries = f"UPDATE storage_searchentry SET summary = {summary_sql('text.')}"  # noqa: S608 (our names)
         cursor.execute(
             summaries + " FROM storage_searchtext AS text WHERE text.digest = storage_searchentry.digest"
@@ -1284,6 +1328,9 @@ def report_indexing(result: IndexingResult, repeat: int) -> list[str]:
     built = "built by an earlier run" if warcs.reused else f"built in {warcs.build_seconds:.0f} s"
     generated = ", ".join(f"{language} {count:,}" for language, count in sorted(warcs.languages.items()))
     documents = result.extracted[0]
+    machine = result.machine_cpu.get(ours, 0.0)
+    cpus = os.cpu_count() or 1
+    floor = (contenders["peer"].cpu + result.vectors_seconds + result.writing_seconds) / cpus
     lines = [
         "### 1. Indexing: `index_warcs` against extraction alone",
         "",
@@ -1307,6 +1354,15 @@ def report_indexing(result: IndexingResult, repeat: int) -> list[str]:
         "",
         f"- index_warcs / extraction alone, same {result.workers} processes, time: **{ours / peer:.2f}**"
         f" (goal ≤ {GOAL_EXTRACTION}: {_verdict(ours / peer <= GOAL_EXTRACTION)})",
+        f"- CPU of the best index_warcs run: the machine {machine:.2f} s, of which index_warcs' processes"
+        f" {contenders['ours'].cpu:.2f} s and PostgreSQL (and the rest of the machine)"
+        f" {machine - contenders['ours'].cpu:.2f} s; extraction alone {contenders['peer'].cpu:.2f} s",
+        f"- PostgreSQL computing the vectors and summaries of the {result.texts:,} texts alone, one"
+        f" statement writing nothing: {result.vectors_seconds:.2f} s; writing the texts with those vectors"
+        f" into a table with a GIN index: {result.writing_seconds:.2f} s",
+        f"- the floor on these {os.cpu_count()} CPUs, for any indexing that has PostgreSQL compute the"
+        f" vectors and keep a GIN index beside the extraction: (extraction alone's CPU + those two) /"
+        f" {os.cpu_count()} CPUs = {floor:.2f} s, **{floor / peer:.2f}** times extraction alone",
         f"- documents: {warcs.pages:,} pages; extraction alone {documents:,} ({result.extracted[1]} errors);"
         f" index_warcs read {result.documents_read:,}; texts in the index {result.texts:,}, entries"
         f" {result.entries:,}; languages detected: {found}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -301,6 +302,9 @@ def test_fulltext_benchmark_indexes_loads_and_searches_as_staff_and_reader(db, t
     languages = next(line for line in report.splitlines() if line.startswith("- documents: 300 pages;"))
     assert "fr " in languages.split("languages detected: ")[1]
     assert "en " in languages.split("languages detected: ")[1]
+    # The CPU of the run is split between the command and PostgreSQL, and the floor is computed.
+    assert "of which index_warcs' processes" in report and "texts alone, one statement writing nothing" in report
+    assert re.search(r"the floor on these \d+ CPUs.* = [\d.]+ s, \*\*[\d.]+\*\* times", report)
     # Part 2: each query as staff and as a reader; a reader matches a part of what staff matches.
     matching = {}
     for line in report.splitlines():
