@@ -24,6 +24,7 @@ from harvest.choices import DepthPolicy, EndKind, HarvestKind
 from harvest.models import GlobalCrawlerTrapList, HarvestDefinition
 from harvest.validators import seed_list
 from webarchive.api.fields import CharField, DateTimeField
+from webarchive.api.filters import PAGE_PARAMETERS, refuse_unknown_parameters
 from webarchive.permissions import VIEW, Area, restrict
 
 # Schedule.frequency's names.
@@ -140,6 +141,7 @@ class CrawlFeedView(GenericAPIView):
         responses=CrawlFeedItemSerializer(many=True),
     )
     def get(self, request):
+        refuse_unknown_parameters(request, PAGE_PARAMETERS | set(CrawlFeedQuerySerializer().fields))
         query = CrawlFeedQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         start, end = query.validated_data["start"], query.validated_data["end"]

@@ -1,5 +1,7 @@
-"""The API's filter backend: the filter sets it makes from ``filterset_fields`` bound ids and integers."""
+"""The API's filter backend: the filter sets it makes from ``filterset_fields`` bound ids and integers,
+and a list refuses a query parameter it does not take (a 400 naming those it takes)."""
 
+from django.forms import MultiWidget
 from django_filters import rest_framework as filters
 
 from webarchive.filters import bounded_defaults
@@ -11,13 +13,50 @@ class FilterSet(filters.FilterSet):
     FILTER_DEFAULTS = bounded_defaults(filters.FilterSet.FILTER_DEFAULTS)
 
 
+PAGE_PARAMETERS = frozenset({"page", "format"})  # what every paginated list takes
+
+
 class FilterBackend(filters.DjangoFilterBackend):
-    """An invalid filter is a 400 with the reasons (django-filter's), never a query that fails."""
+    """An invalid filter is a 400 with the reasons (django-filter's), never a query that fails; so is a
+    parameter a list does not take (``/api/domains/?search=…`` would otherwise answer with every
+    domain: the filter is ``q``)."""
 
     filterset_base = FilterSet
 
+    def filter_queryset(self, request, queryset, view):
+        if _reads_a_list(request, view):
+            filterset = self.get_filterset(request, queryset, view)
+            refuse_unknown_parameters(request, PAGE_PARAMETERS | parameter_names(filterset))
+        return super().filter_queryset(request, queryset, view)
 
-PAGE_PARAMETERS = frozenset({"page", "format"})  # what every paginated list takes
+
+def _reads_a_list(request, view) -> bool:
+    """Whether the request reads a view's list (not one object, nor an action of the view's own)."""
+    if request.method not in ("GET", "HEAD"):
+        return False
+    action = getattr(view, "action", None)
+    if action is not None:
+        return action == "list"
+    lookup = getattr(view, "lookup_url_kwarg", None) or getattr(view, "lookup_field", "pk")
+    return lookup not in getattr(view, "kwargs", {})
+
+
+def parameter_names(filterset) -> set[str]:
+    """The query parameters a filter set reads: each filter's name, or the names of its parts (a
+    range's ``_min`` and ``_max``, a date range's ``_after`` and ``_before``)."""
+    if filterset is None:
+        return set()
+    names: set[str] = set()
+    for name, field in filterset.form.fields.items():
+        widget = field.widget
+        suffixes = getattr(widget, "suffixes", None)
+        if suffixes:
+            names.update(f"{name}_{suffix}" if suffix else name for suffix in suffixes)
+        elif isinstance(widget, MultiWidget):
+            names.update(f"{name}_{index}" for index in range(len(widget.widgets)))
+        else:
+            names.add(name)
+    return names
 
 
 def refuse_unknown_parameters(request, allowed=PAGE_PARAMETERS) -> None:
