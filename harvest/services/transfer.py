@@ -41,6 +41,7 @@ from harvest.services.domains import domain_create
 from harvest.validators import domain_name_normalise
 from selection.choices import RecordStatus
 from selection.models import Collection
+from webarchive.dbstats import analyze_after
 from webarchive.history import save_as
 from webarchive.permissions import CHANGE, require
 from webarchive.versioning import version_take
@@ -205,6 +206,11 @@ def transfer_collection(*, collection: Collection, user=None, harvest_definition
             )
             counts["detached"] += 1
         links.delete()
+    written = counts["created"] + counts["updated"]
+    through = DomainConfiguration.seed_lists.through
+    analyze_after(
+        written, Domain, SeedList, DomainConfiguration, through, HarvestDefinition.configurations.through
+    )
     return TransferReport.objects.create(
         user=user,
         collection=collection,

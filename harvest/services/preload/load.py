@@ -19,6 +19,7 @@ from harvest.models.domains import DEFAULT_CONFIGURATION, DEFAULT_SEED_LIST, UNL
 from harvest.services.domains import default_template
 from harvest.services.preload import audit, bulk
 from harvest.services.preload import progress as progress_
+from webarchive.dbstats import analyze
 
 LOAD_BATCH = 50_000  # ids per range: domains created per statement set (and transaction)
 BATCH_TABLE = "preload_batch"
@@ -27,7 +28,14 @@ BATCH_TABLE = "preload_batch"
 def stage_load(run: PreloadRun, progress) -> None:
     """Load the ranges of ids not loaded yet, each in its own transaction; on PostgreSQL several
     at once, on as many connections as ``PRELOAD_CONNECTIONS`` (the database does the work, and
-    on more than one core)."""
+    on more than one core). Then analyse the tables it filled: the snapshot launch that follows
+    plans its queries over them."""
+    _load_ranges(run, progress)
+    through = DomainConfiguration.seed_lists.through
+    analyze(Domain, Domain.history.model, SeedList, DomainConfiguration, through)
+
+
+def _load_ranges(run: PreloadRun, progress) -> None:
     staged = PreloadDomain._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(

@@ -15,10 +15,13 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from harvest.models import Job
+from storage.models import Capture, WarcFile
+from storage.models_search import SearchAnchor, SearchEntry, SearchText
 from storage.services.fulltext import TextIndexing, file_entries_refresh, texts_store, wanted_documents
 from storage.services.indexing import CdxjSorter, IndexConflict, warc_file_index
 from storage.textextract import read_documents
 from storage.warcindex import WarcReadError, archive_files, cdxj_line, read_file_or_error
+from webarchive.dbstats import analyze_after
 
 
 class Command(BaseCommand):
@@ -94,6 +97,8 @@ class Command(BaseCommand):
                 pending.append((path, result.entries, _submit(pool, read_documents, path, wanted)))
                 finish(wait=False)
             finish(wait=True)
+        # A bulk import: the planner learns the tables' new sizes now, not when autovacuum comes.
+        analyze_after(captures + texts.entries, Capture, WarcFile, SearchText, SearchEntry, SearchAnchor)
         if sorter is not None:
             lines = sorter.write(cdxj)
             self.stdout.write(f"{lines} CDXJ lines written to {cdxj}")
