@@ -28,11 +28,12 @@ ROWS_PER_CHUNK = 100
 
 _FORMULA = re.compile(r"^'*[=+\-@\t\r]")
 _ESCAPED_FORMULA = re.compile(r"^'+[=+\-@\t\r]")
+_FIRST = frozenset("'=+-@\t\r")  # a cell not starting with one of these is never a formula
 
 
 def escape_cell(value: str) -> str:
     """Make a text cell that a spreadsheet would run as a formula read as text (see the module doc)."""
-    return f"'{value}" if _FORMULA.match(value) else value
+    return f"'{value}" if value[:1] in _FIRST and _FORMULA.match(value) else value
 
 
 def unescape_cell(value: str) -> str:
@@ -42,6 +43,8 @@ def unescape_cell(value: str) -> str:
 
 def csv_cell(value):
     """A value as the CSV writer takes it: numbers as they are, None empty, anything else escaped text."""
+    if value.__class__ is str:  # most cells: asked first
+        return escape_cell(value)
     if value is None:
         return ""
     if isinstance(value, Number):

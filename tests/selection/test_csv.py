@@ -175,6 +175,25 @@ def test_export_is_a_streamed_utf8_csv_with_bom_header_and_one_row_per_record(cl
     assert row["created_by"] == first.created_by.username
 
 
+def test_export_writes_dates_in_the_sites_time_zone_to_the_second(client, librarian, collection):
+    from datetime import UTC, datetime
+
+    record = RecordFactory(collection=collection, url="https://dates.example.org/")
+    type(record).objects.filter(pk=record.pk).update(
+        created_at=datetime(2025, 1, 15, 11, 59, 59, 999_999, tzinfo=UTC),  # winter: UTC+1
+        modified_at=datetime(2025, 7, 1, 22, 30, tzinfo=UTC),  # summer: UTC+2, the next day
+        checked_at=None,
+    )
+    client.force_login(librarian)
+    rows = parse(b"".join(client.get(reverse("selection:record_export")).streaming_content))
+    row = dict(zip(EXPORT_COLUMNS, next(r for r in rows[1:] if r[0] == str(record.pk)), strict=True))
+    assert (row["created_at"], row["modified_at"], row["checked_at"]) == (
+        "2025-01-15 12:59:59",
+        "2025-07-02 00:30:00",
+        "",
+    )
+
+
 def test_export_applies_the_list_filters(client, librarian, collection):
     curator = UserFactory(roles=[Role.CURATOR])
     validated = RecordFactory(collection=collection, theme=collection.themes.get(name="Politics"))
