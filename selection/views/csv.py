@@ -86,6 +86,9 @@ class RecordExportView(AreaRequiredMixin, View):
         )
         filename = timezone.localtime().strftime("records-%Y%m%d-%H%M.csv")
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        # How many records the file holds (the list page shows the same count beside the buttons): a
+        # file with fewer rows was cut short.
+        response["X-Record-Count"] = str(filterset.qs.count())
         return response
 
 

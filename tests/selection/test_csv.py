@@ -157,6 +157,7 @@ def test_export_is_a_streamed_utf8_csv_with_bom_header_and_one_row_per_record(cl
     rows = parse(content)
     assert rows[0] == list(EXPORT_COLUMNS)
     assert len(rows) == 3
+    assert response["X-Record-Count"] == "2"  # what a reader of the file checks it against
     row = dict(zip(EXPORT_COLUMNS, next(r for r in rows[1:] if r[0] == str(first.pk)), strict=True))
     assert row["collection"] == "News"
     assert row["url"] == "https://www.example.org/"
@@ -200,10 +201,10 @@ def test_export_applies_the_list_filters(client, librarian, collection):
     RecordFactory(collection=collection, theme=collection.themes.get(name="Politics"))
     services.record_set_status(record=validated, user=curator, status=RecordStatus.VALIDATED)
     client.force_login(librarian)
-    rows = parse(
-        b"".join(client.get(reverse("selection:record_export") + "?status=validated").streaming_content)
-    )
+    response = client.get(reverse("selection:record_export") + "?status=validated")
+    rows = parse(b"".join(response.streaming_content))
     assert [row[0] for row in rows[1:]] == [str(validated.pk)]
+    assert response["X-Record-Count"] == "1"  # the filtered records, not all of them
 
 
 def test_export_refuses_bad_filters_instead_of_exporting_everything(client, librarian, collection):
