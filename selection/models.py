@@ -14,6 +14,11 @@ from webarchive.permissions import VIEW, Role, is_administrator, user_roles
 from webarchive.urlnorm import validate_url
 
 
+def supplementary_url_list(text: str) -> list[str]:
+    """A record's supplementary URLs, one a line as they are kept (blank lines left out)."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 def may_write_everywhere(user) -> bool:
     """Curators and administrators write in every collection; librarians only in their own."""
     return is_administrator(user) or Role.CURATOR in user_roles(user)
@@ -336,7 +341,7 @@ class Record(models.Model):
 
     @property
     def supplementary_url_list(self) -> list[str]:
-        return [line.strip() for line in self.supplementary_urls.splitlines() if line.strip()]
+        return supplementary_url_list(self.supplementary_urls)
 
 
 class SavedSearch(models.Model):

@@ -55,7 +55,7 @@ MAX_QUERY = 500  # characters of a query
 MAX_TERMS = 32
 CONFIGS = {"fr": "archive_fr", "en": "archive_en"}
 DEFAULT_CONFIG = "archive_simple"
-HEADLINE_CHARS = 30_000
+HEADLINE_CHARS = 30_000  # snippets are cut from the start of a text
 ENTRY_COLUMNS = (  # what a search entry is written from (storage.services.fulltext)
     ("urlkey", "text"),
     ("url", "text"),
@@ -68,7 +68,7 @@ ENTRY_COLUMNS = (  # what a search entry is written from (storage.services.fullt
     ("captures", "integer"),
     ("first_capture", "timestamptz"),
     ("last_capture", "timestamptz"),
-)  # snippets are cut from the start of a text
+)
 MARK_START, MARK_END = "\x02", "\x03"  # removed from every extracted text (storage.textextract)
 _TERM = re.compile(r'(-?)"([^"]*)"?|(\S+)')
 _WORDY = re.compile(r"\w")
@@ -239,14 +239,13 @@ def vectors_sql(prefix: str = "") -> str:
     """A LATERAL subquery giving a text's ``vector`` and ``summary`` (what :func:`vector_sql` and
     :func:`summary_sql` give) with its title and headings parsed once; ``OFFSET 0`` keeps the
     planner from copying each expression into every place that reads it."""
-    config = config_sql(prefix)
     return (
-        "LATERAL (SELECT head || to_tsvector(config, body) AS vector,"
-        f" head || to_tsvector(config, left(body, {int(LEAD_CHARS)})) AS summary"
-        " FROM (SELECT config, body, setweight(to_tsvector(config, title), 'A')"
-        " || setweight(to_tsvector(config, headings), 'B') AS head"
-        f" FROM (SELECT {config} AS config, {prefix}body AS body, {prefix}title AS title,"
-        f" {prefix}headings AS headings OFFSET 0) AS text_config OFFSET 0) AS text_head) AS vectors"
+        f"LATERAL (SELECT head || to_tsvector(config, {prefix}body) AS vector,"
+        f" head || to_tsvector(config, left({prefix}body, {int(LEAD_CHARS)})) AS summary"
+        f" FROM (SELECT config, setweight(to_tsvector(config, {prefix}title), 'A')"
+        f" || setweight(to_tsvector(config, {prefix}headings), 'B') AS head"
+        f" FROM (SELECT {config_sql(prefix)} AS config OFFSET 0) AS text_config OFFSET 0) AS text_head)"
+        " AS vectors"
     )
 
 

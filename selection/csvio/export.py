@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from django.utils import timezone
 
 from selection.csvio.columns import EXPORT_COLUMNS, column_label
-from selection.models import Record
+from selection.models import Record, supplementary_url_list
 from webarchive.csvfiles import ROWS_PER_CHUNK, csv_stream
 
 EXPORT_CHUNK = 2000  # records read from the database at a time (their keywords: one query a chunk)
@@ -102,7 +102,7 @@ def _chunk_rows(chunk: list[tuple], keywords, date) -> Iterator[list[str]]:
             str(pk),
             collection,
             url,
-            " ".join(line.strip() for line in supplementary.splitlines() if line.strip()),
+            " ".join(supplementary_url_list(supplementary)),
             responsible,
             budget,
             frequency,

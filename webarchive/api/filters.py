@@ -25,8 +25,8 @@ class FilterBackend(filters.DjangoFilterBackend):
 
     def filter_queryset(self, request, queryset, view):
         if _reads_a_list(request, view):
-            filterset = self.get_filterset(request, queryset, view)
-            refuse_unknown_parameters(request, PAGE_PARAMETERS | parameter_names(filterset))
+            filterset_class = self.get_filterset_class(view, queryset)
+            refuse_unknown_parameters(request, PAGE_PARAMETERS | parameter_names(filterset_class))
         return super().filter_queryset(request, queryset, view)
 
 
@@ -41,14 +41,14 @@ def _reads_a_list(request, view) -> bool:
     return lookup not in getattr(view, "kwargs", {})
 
 
-def parameter_names(filterset) -> set[str]:
-    """The query parameters a filter set reads: each filter's name, or the names of its parts (a
-    range's ``_min`` and ``_max``, a date range's ``_after`` and ``_before``)."""
-    if filterset is None:
+def parameter_names(filterset_class) -> set[str]:
+    """The query parameters a filter set class reads: each filter's name, or the names of its parts
+    (a range's ``_min`` and ``_max``, a date range's ``_after`` and ``_before``)."""
+    if filterset_class is None:
         return set()
     names: set[str] = set()
-    for name, field in filterset.form.fields.items():
-        widget = field.widget
+    for name, declared in filterset_class.base_filters.items():
+        widget = declared.field.widget
         suffixes = getattr(widget, "suffixes", None)
         if suffixes:
             names.update(f"{name}_{suffix}" if suffix else name for suffix in suffixes)

@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from harvest.models import Domain, PreloadDomain, PreloadEntry, PreloadRun, PreloadSource
 from harvest.services.preload import bulk
 from harvest.services.preload import progress as progress_
+from webarchive.dbstats import analyze
 
 
 def stage_merge(run: PreloadRun, progress) -> None:
@@ -31,8 +32,7 @@ def stage_merge(run: PreloadRun, progress) -> None:
             for future in [pool.submit(bulk.in_thread, _merge_part, run, *share) for share in shares]:
                 future.result()
     if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:  # the next stages read by ranges of ids: let the planner know
-            cursor.execute(f"ANALYZE {PreloadDomain._meta.db_table}")
+        analyze(PreloadDomain)  # the next stages read by ranges of ids: let the planner know
     total = PreloadDomain.objects.filter(run=run).count()
     progress_.advance(run, total, progress, total=total)
 
