@@ -17,6 +17,7 @@ from django.utils.translation import gettext_lazy as _
 
 from harvest import selectors_statistics as stats
 from harvest.models import Dimension
+from harvest.services.period_statistics import Period
 
 TEXT, COUNT, BYTES, SHARE, SECONDS = "text", "count", "bytes", "share", "seconds"
 
@@ -117,17 +118,18 @@ def csv_value(column: Column, row: dict):
     return "" if value is None else value
 
 
-def report_table(name: str, statistics, *, limit: int = 20) -> ReportTable:
-    """The table ``name`` (a key of :data:`TABLES`) over a filtered queryset of job statistics."""
+def report_table(name: str, statistics, *, limit: int = 20, period: Period | None = None) -> ReportTable:
+    """The table ``name`` (a key of :data:`TABLES`) over a filtered queryset of job statistics
+    (``period``: they are all the whole jobs of that period, whose stored domain figures are used)."""
     title = str(TABLES[name])
     if name.startswith("by-"):
         group = name.removeprefix("by-")
         key = Column("group", stats.GROUPS[group][0], "label", TEXT)
-        return ReportTable(name, title, key, GROUP_COLUMNS, stats.grouped(statistics, group))
+        return ReportTable(name, title, key, GROUP_COLUMNS, stats.grouped(statistics, group, period))
     if name.startswith("top-domains-"):
-        rows = stats.top_domains(statistics, by=name.removeprefix("top-domains-"), limit=limit)
+        rows = stats.top_domains(statistics, by=name.removeprefix("top-domains-"), limit=limit, period=period)
         return ReportTable(name, title, Column("domain", _("Domain"), "label", TEXT), DOMAIN_COLUMNS, rows)
     dimension = Dimension(name)
-    rows = stats.distribution(statistics, dimension)
+    rows = stats.distribution(statistics, dimension, period)
     key = Column("value", dimension.label, "key", TEXT)
     return ReportTable(name, title, key, DIMENSION_COLUMNS, rows)

@@ -2,25 +2,25 @@
 
 Every function takes a queryset of :class:`~harvest.models.JobStatistics` rows, already filtered
 (:class:`harvest.filtersets.StatisticsFilterSet`): either whole jobs, or the shares of one
-collection. Each is one or two grouped queries whatever the number of jobs.
+collection. Sums are one grouped query whatever the number of jobs. Domains counted once across
+jobs come from the site crawls (harvest.statistics_sites), or, when the caller says the rows are
+all the whole jobs of a period (``period``), from that period's stored figures
+(harvest.services.period_statistics): the dashboard and the unfiltered tables never read the
+millions of site crawls of a broad crawl.
 """
 
 from __future__ import annotations
 
-from django.db.models import Count, F, Sum
-from django.db.models.functions import ExtractMonth, ExtractYear
+from django.conf import settings
+from django.db.models import Count, Max, Sum
+from django.db.models.functions import ExtractMonth
 from django.utils.translation import gettext_lazy as _
 
+from harvest import statistics_sites
 from harvest.choices import HarvestKind, StopReason
-from harvest.models import Dimension, JobConfiguration, JobStatistics, StatisticLine
-from harvest.services.statistics import (
-    IP_ADDRESS,
-    NO_ANSWER,
-    SEED_SOURCES,
-    UNKNOWN,
-    size_class,
-    size_classes,
-)
+from harvest.models import Dimension, JobStatistics, StatisticLine
+from harvest.services.period_statistics import TOP_KEPT, Period, period_statistics_current
+from harvest.services.statistics import IP_ADDRESS, NO_ANSWER, SEED_SOURCES, UNKNOWN
 
 SUMS = (
     "urls",
@@ -49,30 +49,6 @@ def _sums() -> dict:
     return {name: Sum(name) for name in SUMS}
 
 
-def _sites(statistics):
-    """The site crawls behind these statistics (a collection's share: only the sites selected in it)."""
-    sites = JobConfiguration.objects.filter(job__in=statistics.values("job"))
-    if statistics.filter(collection__isnull=False).exists():
-        sites = sites.filter(configuration__source_collection__in=statistics.values("collection"))
-    return sites
-
-
-# A group's fields, read from a site crawl instead of its job's statistics (same values).
-SITE_FIELDS = {
-    "year": ExtractYear("job__ended_at"),
-    "month": ExtractMonth("job__ended_at"),
-    "kind": F("job__harvest_definition__kind"),
-    "harvest_definition": F("job__harvest_definition"),
-    "harvest_definition__name": F("job__harvest_definition__name"),
-    "run": F("job__run"),
-    "run__number": F("job__run__number"),
-    "job": F("job"),
-    "ended_at": F("job__ended_at"),
-    "collection": F("configuration__source_collection"),
-    "collection__name": F("configuration__source_collection__name"),
-}
-
-
 def _finish(row: dict) -> dict:
     for name in SUMS:
         row[name] = row.get(name) or 0
@@ -81,32 +57,47 @@ def _finish(row: dict) -> dict:
     return row
 
 
-def totals(statistics) -> dict:
-    """Sums over the statistics, with the distinct domains harvested and the number of jobs."""
+def totals(statistics, period: Period | None = None) -> dict:
+    """Sums over the statistics, with the distinct domains harvested and the number of jobs
+    (``period``: the statistics are all the whole jobs of that period)."""
     row = statistics.aggregate(**_sums(), jobs=Count("job", distinct=True))
     row["domains"] = (
-        _sites(statistics).filter(urls_done__gt=0).aggregate(n=Count("domain", distinct=True))["n"]
+        period_statistics_current(period)[period].domains
+        if period
+        else statistics_sites.domains_harvested(statistics)
     )
     return _finish(row)
 
 
-def grouped(statistics, by: str) -> list[dict]:
-    """One row of sums per group (year, month, kind, harvest definition, run, job, collection)."""
+def _group_domains(statistics, by: str, rows: list[dict], period: Period | None) -> dict[tuple, int]:
+    """Distinct domains harvested per group: a domain crawled by several jobs of a group counts once."""
+    fields = GROUPS[by][1]
+    if by == "job":  # a job's statistics row counts its own domains (collection shares never overlap)
+        return {tuple(row[field] for field in fields): row["job_domains"] for row in rows}
+    if period and by in ("year", "month"):  # every whole job of each year (month) is in the rows
+        keys = {tuple(row[field] for field in fields) for row in rows}
+        current = period_statistics_current(*(Period(*key) for key in keys))
+        return {key: current[Period(*key)].domains for key in keys}
+    if period and by == "kind":
+        kinds = period_statistics_current(period)[period].kind_domains
+        return {(kind,): n for kind, n in kinds.items()}
+    return statistics_sites.domains_by_group(statistics, fields)
+
+
+def grouped(statistics, by: str, period: Period | None = None) -> list[dict]:
+    """One row of sums per group (year, month, kind, harvest definition, run, job, collection)
+    (``period``: the statistics are all the whole jobs of that period)."""
     fields = GROUPS[by][1]
     rows = statistics.annotate(month=ExtractMonth("ended_at")) if by == "month" else statistics
-    rows = rows.values(*fields).annotate(**_sums(), jobs=Count("job", distinct=True)).order_by(*fields)
-    # Distinct domains per group: a domain crawled by several jobs of a year counts once.
-    sites = (
-        _sites(statistics)
-        .filter(urls_done__gt=0)
-        .annotate(**{f"group_{field}": SITE_FIELDS[field] for field in fields})
-        .values(*(f"group_{field}" for field in fields))
-        .annotate(n=Count("domain", distinct=True))
-        .order_by()
+    rows = list(
+        rows.values(*fields)
+        .annotate(**_sums(), jobs=Count("job", distinct=True), job_domains=Sum("domains"))
+        .order_by(*fields)
     )
-    domains = {tuple(row[f"group_{field}"] for field in fields): row["n"] for row in sites}
+    domains = _group_domains(statistics, by, rows, period)
     result = []
     for row in rows:
+        del row["job_domains"]
         row["domains"] = domains.get(tuple(row[field] for field in fields), 0)
         row["label"] = group_label(by, row)
         result.append(_finish(row))
@@ -133,30 +124,19 @@ def group_label(by: str, row: dict) -> str:
     raise ValueError(by)
 
 
-def sizes_of_domains(statistics) -> list[dict]:
+def sizes_of_domains(statistics, period: Period | None = None) -> list[dict]:
     """Domains by size class over these statistics: each domain harvested (URLs > 0) counted once, in
     the class of all the URLs it yielded in them, so that the classes add up to the "domains
     harvested" of :func:`totals` (a job's own statistics keep its per-job classes)."""
-    classes = {label: {"key": label, "urls": 0, "bytes": 0, "domains": 0} for label, _most in size_classes()}
-    domains = (
-        _sites(statistics)
-        .values("domain")
-        .annotate(urls=Sum("urls_done"), bytes=Sum("bytes_done"))
-        .filter(urls__gt=0)
-        .values_list("urls", "bytes")
-    )
-    for urls, size in domains.iterator(chunk_size=10_000):
-        row = classes[size_class(urls)]
-        row["urls"] += urls
-        row["bytes"] += size or 0
-        row["domains"] += 1
-    return [row for row in classes.values() if row["domains"]]
+    if period:
+        return [dict(row) for row in period_statistics_current(period)[period].size_classes]
+    return statistics_sites.domain_sizes(statistics)
 
 
-def distribution(statistics, dimension: str) -> list[dict]:
+def distribution(statistics, dimension: str, period: Period | None = None) -> list[dict]:
     """URLs, bytes and domains per value of one dimension, with each value's share of the URLs."""
     if dimension == Dimension.SIZE_CLASS:
-        rows = sizes_of_domains(statistics)  # smallest class first
+        rows = sizes_of_domains(statistics, period)  # smallest class first
     else:
         rows = list(
             StatisticLine.objects.filter(statistics__in=statistics, dimension=dimension)
@@ -188,17 +168,30 @@ def key_label(dimension: str, key: str) -> str:
     return key
 
 
-def top_domains(statistics, *, by: str = "urls", limit: int = 20) -> list[dict]:
+def top_domains(statistics, *, by: str = "urls", limit: int = 20, period: Period | None = None) -> list[dict]:
     """The domains that yielded the most URLs (or bytes) over these statistics."""
-    order = "-bytes" if by == "bytes" else "-urls"
-    rows = (
-        _sites(statistics)
-        .values("domain__name")
-        .annotate(urls=Sum("urls_done"), bytes=Sum("bytes_done"), jobs=Count("job", distinct=True))
-        .filter(urls__gt=0)
-        .order_by(order, "domain__name")[:limit]
-    )
-    return [{**row, "label": row["domain__name"]} for row in rows]
+    if period and limit <= TOP_KEPT:
+        return [dict(row) for row in period_statistics_current(period)[period].top_domains[by][:limit]]
+    return statistics_sites.top_domains(statistics, by=by, limit=limit)
+
+
+def period_of(filterset) -> Period | None:
+    """The period whose whole jobs a valid filter set selects (a year, or everything when nothing
+    is filtered), or None when it selects anything else (a definition, a collection, dates…)."""
+    if filterset.by_collection:
+        return None
+    given = {name for name, value in filterset.form.cleaned_data.items() if value not in (None, "")}
+    if given - {"year"}:
+        return None
+    return Period(filterset.form.cleaned_data.get("year") or 0)
+
+
+def state() -> str:
+    """What the statistics are now, in a few characters: changes whenever job statistics are computed
+    (again) or removed (their rows are replaced, so the newest id moves) and with the size classes."""
+    row = JobStatistics.objects.aggregate(n=Count("pk"), last=Max("pk"))
+    bounds = ",".join(map(str, settings.REPORT_SIZE_CLASSES))
+    return f"{row['n']}-{row['last'] or 0}-{bounds}"
 
 
 def years() -> list[int]:

@@ -59,6 +59,22 @@ def compute_statistics(job_id: int) -> None:
     job_statistics_compute(job_id=job_id)
 
 
+@shared_task(
+    name="harvest.refresh_period_statistics",
+    ignore_result=True,
+    acks_late=True,
+    autoretry_for=(OperationalError,),
+    retry_backoff=10,
+    max_retries=5,
+    time_limit=3600,
+)
+def refresh_period_statistics(year: int, month: int) -> None:
+    """Compute a period's domain figures again, once a job's statistics have changed it."""
+    from harvest.services.period_statistics import period_statistics_refresh
+
+    period_statistics_refresh(year=year, month=month)
+
+
 @shared_task(name="harvest.preload", ignore_result=True, acks_late=True, reject_on_worker_lost=True)
 def preload(run_id: int) -> None:
     """Run or resume a broad-crawl preparation to its end (every stage resumes where it was)."""

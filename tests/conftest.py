@@ -42,6 +42,15 @@ def _crawl_output_in_tmp(settings, tmp_path):
     settings.VAR_DIR = tmp_path / "var"  # what is read from it at run time (the demo's storage nodes)
 
 
+@pytest.fixture(autouse=True)
+def _empty_cache():
+    """Each test starts with an empty cache: what one test rendered (a dashboard) never shows in the next,
+    whose rows may have the same ids (SQLite reuses them once a test's transaction is rolled back)."""
+    from django.core.cache import cache
+
+    cache.clear()
+
+
 @pytest.fixture
 def user_with_role(db):
     """Make a user holding the given roles (none: a user with no role)."""

@@ -305,6 +305,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Cache: what is rendered once per change (the reports dashboard). Each process's own memory by
+# default; a shared one (redis://host:6379/1) in production, so that each change is rendered once.
+CACHES = {"default": env.cache_url("CACHE_URL", default="locmemcache://")}
+
 # Login: local accounts always; the institution's LDAP directory when configured.
 AUTHENTICATION_BACKENDS = [
     # django-axes first, so that a locked-out client is refused before any check.

@@ -74,18 +74,19 @@ class StatisticsViewSet(ReadOnlyViewSet):
     filterset_class = StatisticsFilterSet
 
     def _filtered(self, *, by_collection: bool = False):
+        """The filtered statistics, and the period they are all the whole jobs of (or None)."""
         filterset = StatisticsFilterSet(
             self.request.query_params, queryset=self.get_queryset(), by_collection=by_collection
         )
         if not filterset.is_valid():
             raise ValidationError(filterset.errors)
-        return filterset.qs
+        return filterset.qs, stats.period_of(filterset)
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     @action(detail=False, methods=["get"], filterset_class=None)
     def totals(self, request):
         """Sums over the filtered statistics, with the distinct domains harvested and the number of jobs."""
-        return Response(stats.totals(self._filtered()))
+        return Response(stats.totals(*self._filtered()))
 
     @extend_schema(parameters=[TABLE_PARAMETER], responses=OpenApiTypes.OBJECT)
     @action(detail=False, methods=["get"], filterset_class=None)
@@ -94,7 +95,8 @@ class StatisticsViewSet(ReadOnlyViewSet):
         name = request.query_params.get("table", "")
         if name not in TABLES:
             raise ValidationError({"table": [f"Choose one of: {', '.join(TABLES)}."]})
-        table = report_table(name, self._filtered(by_collection=name == "by-collection"))
+        statistics, period = self._filtered(by_collection=name == "by-collection")
+        table = report_table(name, statistics, period=period)
         columns = [column.name for column in table.all_columns]
         rows = [{column.name: csv_value(column, row) for column in table.all_columns} for row in table.rows]
         return Response({"table": name, "title": str(table.title), "columns": columns, "rows": rows})

@@ -20,7 +20,7 @@ from harvest.models.preload import (
     PreloadStep,
 )
 from harvest.models.schedules import Schedule
-from harvest.models.statistics import Dimension, JobStatistics, StatisticLine
+from harvest.models.statistics import Dimension, JobStatistics, PeriodStatistics, StatisticLine
 from harvest.models.templates import HarvestTemplate
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "Job",
     "JobConfiguration",
     "JobStatistics",
+    "PeriodStatistics",
     "PreloadDomain",
     "PreloadEntry",
     "PreloadInvalidLine",

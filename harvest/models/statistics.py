@@ -102,3 +102,33 @@ class StatisticLine(models.Model):
 
     def __str__(self):
         return f"{self.dimension}={self.key}: {self.urls}"
+
+
+class PeriodStatistics(models.Model):
+    """What a period's whole jobs collected, counted by domain: the figures no sum of job statistics gives.
+
+    A domain crawled by several jobs of a year is one domain harvested, in the size class of all
+    its URLs of the year; finding that out reads every site crawl of the period (millions for a
+    broad crawl), so it is done once, when a job's statistics are computed, and kept here. A row is
+    good for as long as the period's job statistics are those it was computed from (its
+    ``statistics_count`` and ``statistics_last``) with the size classes it was computed with.
+    """
+
+    year = models.PositiveSmallIntegerField(_("year"), help_text=_("0: every year."))
+    month = models.PositiveSmallIntegerField(_("month"), help_text=_("0: the whole year."))
+    statistics_count = models.BigIntegerField(_("job statistics counted"))
+    statistics_last = models.BigIntegerField(_("last job statistics counted"))
+    size_bounds = models.JSONField(_("size class bounds"))
+    domains = models.BigIntegerField(_("domains harvested"))
+    kind_domains = models.JSONField(_("domains harvested by kind of crawl"))
+    size_classes = models.JSONField(_("domains by size class"))
+    top_domains = models.JSONField(_("top domains"))
+    computed_at = models.DateTimeField(_("computed at"), auto_now=True)
+
+    class Meta:
+        verbose_name = _("period statistics")
+        verbose_name_plural = _("period statistics")
+        constraints = [models.UniqueConstraint(fields=["year", "month"], name="period_statistics_unique")]
+
+    def __str__(self):
+        return f"{self.year or '*'}-{self.month or '*'}"

@@ -128,8 +128,12 @@ def _add_site(scope: _Scope, site: dict) -> None:
 
 
 @transaction.atomic
-def job_statistics_compute(*, job_id: int) -> JobStatistics | None:
-    """Compute and store the statistics of an ended job (replacing earlier ones); None if it has not ended."""
+def job_statistics_compute(*, job_id: int, refresh_periods: bool = True) -> JobStatistics | None:
+    """Compute and store the statistics of an ended job (replacing earlier ones); None if it has not ended.
+
+    Its year's and month's period statistics are then refreshed on a worker, unless
+    ``refresh_periods`` is false (a caller recomputing many jobs refreshes their periods once).
+    """
     job = Job.objects.select_related("harvest_definition").get(pk=job_id)
     if job.ended_at is None:
         return None
@@ -191,6 +195,9 @@ def job_statistics_compute(*, job_id: int) -> JobStatistics | None:
         )
         if collection_id is None:
             whole = row
+    # The domain figures of its year and month (harvest.services.period_statistics), on a worker.
+    for month in (0, timezone.localtime(job.ended_at).month) if refresh_periods else ():
+        enqueue("harvest.refresh_period_statistics", common["year"], month)
     return whole
 
 

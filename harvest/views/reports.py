@@ -10,10 +10,14 @@ from __future__ import annotations
 import io
 import zipfile
 
+from django.core.cache import cache
 from django.http import HttpResponse
+from django.template.loader import render_to_string
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.http import urlencode
+from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.generic import TemplateView
 
@@ -23,11 +27,13 @@ from harvest.filtersets import StatisticsFilterSet
 from harvest.forms.reports import CompareForm, TableChoiceForm, YearForm
 from harvest.models import Dimension, JobStatistics
 from harvest.reports import TABLE_CHOICES, TABLES, ReportTable, report_table
+from harvest.services.period_statistics import Period
 from webarchive.csvfiles import csv_response, csv_stream
 from webarchive.forms import add_bootstrap_classes
 from webarchive.permissions import VIEW, Area
 from webarchive.views import AreaRequiredMixin
 
+DASHBOARD_CACHE_SECONDS = 24 * 3600  # a rendered dashboard is dropped by any new statistics anyway
 # What the dashboard draws: (table, chart kind, the column drawn, how many rows at most).
 DASHBOARD_CHARTS = [
     ("mime-family", "pie", "urls", 8),
@@ -81,7 +87,7 @@ class StatisticsView(ReportsMixin, TemplateView):
                         content_type="text/plain; charset=utf-8",
                     )
                 return invalid_filters(self.filterset)
-            table = report_table(self.table_name, self.filterset.qs)
+            table = report_table(self.table_name, self.filterset.qs, period=stats.period_of(self.filterset))
             stamp = timezone.localtime().strftime("%Y%m%d-%H%M")
             return csv_response(table.csv_rows(), f"statistics-{self.table_name}-{stamp}.csv")
         return super().get(request, *args, **kwargs)
@@ -89,7 +95,8 @@ class StatisticsView(ReportsMixin, TemplateView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         valid = self.choice.is_valid() and self.filterset.is_valid()
-        table = report_table(self.table_name, self.filterset.qs) if valid else None
+        period = stats.period_of(self.filterset) if valid else None
+        table = report_table(self.table_name, self.filterset.qs, period=period) if valid else None
         query = self.request.GET.copy()
         query["export"] = "csv"
         query["table"] = self.table_name
@@ -98,7 +105,7 @@ class StatisticsView(ReportsMixin, TemplateView):
                 "filterset": self.filterset,
                 "choice": self.choice,
                 "table": table,
-                "totals": stats.totals(self.filterset.qs) if valid else None,
+                "totals": stats.totals(self.filterset.qs, period) if valid else None,
                 "csv_url": f"{self.request.path}?{query.urlencode()}",
             }
         )
@@ -111,9 +118,15 @@ def statistics_url(table: str, **filters) -> str:
 
 
 class DashboardView(ReportsMixin, TemplateView):
-    """The year's totals against last year's, their trend, and charts of the distributions."""
+    """The year's totals against last year's, their trend, and charts of the distributions.
+
+    Its figures and charts change only when statistics do: they are rendered once per year shown,
+    language and state of the statistics (DASHBOARD_CACHE_SECONDS at most), and read from the cache
+    by every other view; any job statistics computed or removed changes the state, hence the key.
+    """
 
     template_name = "harvest/reports_dashboard.html"
+    body_template_name = "harvest/reports_dashboard_body.html"
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -122,9 +135,24 @@ class DashboardView(ReportsMixin, TemplateView):
         years = stats.years()
         year = form.cleaned_data.get("year") if form.is_valid() else None
         year = year or (years[0] if years else timezone.localtime().year)
+        key = f"reports-dashboard:{year}:{get_language()}:{stats.state()}"
+        context.update(
+            {
+                "form": form,
+                "year": year,
+                "years": years,
+                "body": mark_safe(cache.get_or_set(key, lambda: self.body(year), DASHBOARD_CACHE_SECONDS)),  # noqa: S308 (our own template)
+                "export_url": reverse("reports:year_export", kwargs={"year": year}),
+            }
+        )
+        return context
+
+    def body(self, year: int) -> str:
+        """The figures, the trend and the charts of ``year``, rendered."""
         whole = JobStatistics.objects.filter(collection__isnull=True)
         this_year = whole.filter(year=year)
-        current, previous = stats.totals(this_year), stats.totals(whole.filter(year=year - 1))
+        current = stats.totals(this_year, Period(year))
+        previous = stats.totals(whole.filter(year=year - 1), Period(year - 1))
         figures = [
             (_("URLs collected"), "urls", charts.COUNT_UNIT),
             (_("Bytes collected"), "bytes", "B"),
@@ -133,32 +161,27 @@ class DashboardView(ReportsMixin, TemplateView):
             (_("Domains harvested"), "domains", charts.COUNT_UNIT),
             (_("Jobs"), "jobs", charts.COUNT_UNIT),
         ]
-        context.update(
-            {
-                "form": form,
-                "year": year,
-                "years": years,
-                "figures": [
-                    {
-                        "label": label,
-                        "field": field,
-                        "unit": unit,
-                        "current": current[field],
-                        "previous": previous[field],
-                        "change": stats.change(current[field], previous[field]),
-                    }
-                    for label, field, unit in figures
-                ],
-                "trend": self.trend(whole, year),
-                "charts": [self.chart(this_year, year, *spec) for spec in DASHBOARD_CHARTS],
-                "export_url": reverse("reports:year_export", kwargs={"year": year}),
-            }
-        )
-        return context
+        context = {
+            "year": year,
+            "figures": [
+                {
+                    "label": label,
+                    "field": field,
+                    "unit": unit,
+                    "current": current[field],
+                    "previous": previous[field],
+                    "change": stats.change(current[field], previous[field]),
+                }
+                for label, field, unit in figures
+            ],
+            "trend": self.trend(whole, year),
+            "charts": [self.chart(this_year, year, *spec) for spec in DASHBOARD_CHARTS],
+        }
+        return render_to_string(self.body_template_name, context, request=self.request)
 
     def trend(self, whole, year: int) -> dict:
-        by_year = report_table("by-year", whole)
-        by_month = report_table("by-month", whole.filter(year=year))
+        by_year = report_table("by-year", whole, period=Period())
+        by_month = report_table("by-month", whole.filter(year=year), period=Period(year))
         labels = [row["label"] for row in by_year.rows]
         return {
             "years": by_year,
@@ -179,7 +202,7 @@ class DashboardView(ReportsMixin, TemplateView):
         }
 
     def chart(self, statistics, year: int, name: str, kind: str, field: str, limit: int) -> dict:
-        table = report_table(name, statistics, limit=limit)
+        table = report_table(name, statistics, limit=limit, period=Period(year))
         rows = table.rows[:limit]
         labels = [str(row.get("label", row.get("key"))) for row in rows]
         values = [row[field] for row in rows]
@@ -225,14 +248,14 @@ class CompareView(ReportsMixin, TemplateView):
                 "year": year,
                 "dimension": Dimension(dimension),
                 "years": side_by_side(
-                    stats.distribution(whole.filter(year=year), dimension),
-                    stats.distribution(whole.filter(year=year - 1), dimension),
+                    stats.distribution(whole.filter(year=year), dimension, Period(year)),
+                    stats.distribution(whole.filter(year=year - 1), dimension, Period(year - 1)),
                 ),
                 "year_totals": (
-                    stats.totals(whole.filter(year=year)),
-                    stats.totals(whole.filter(year=year - 1)),
+                    stats.totals(whole.filter(year=year), Period(year)),
+                    stats.totals(whole.filter(year=year - 1), Period(year - 1)),
                 ),
-                "kinds": report_table("by-kind", whole.filter(year=year)),
+                "kinds": report_table("by-kind", whole.filter(year=year), period=Period(year)),
             }
         )
         definition = form.cleaned_data.get("harvest_definition")
@@ -292,7 +315,7 @@ class YearExportView(ReportsMixin, TemplateView):
         statistics = JobStatistics.objects.filter(year=year)
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-            for name, rows in year_tables(statistics):
+            for name, rows in year_tables(statistics, year):
                 archive.writestr(f"statistics-{year}-{name}.csv", "".join(csv_stream(rows)).encode("utf-8"))
         response = HttpResponse(buffer.getvalue(), content_type="application/zip")
         response["Content-Disposition"] = f'attachment; filename="statistics-{year}.zip"'
@@ -302,13 +325,15 @@ class YearExportView(ReportsMixin, TemplateView):
 YEAR_TABLES = [name for name, _title in TABLE_CHOICES if name not in ("by-year",)]
 
 
-def year_tables(statistics):
+def year_tables(statistics, year: int):
     """(table name, its CSV rows, as the table's own download gives them) for every table of the year
     (whole jobs; collections for by-collection)."""
     whole = statistics.filter(collection__isnull=True)
     for name in YEAR_TABLES:
-        rows = statistics.filter(collection__isnull=False) if name == "by-collection" else whole
-        table: ReportTable = report_table(name, rows, limit=100)
+        if name == "by-collection":
+            table: ReportTable = report_table(name, statistics.filter(collection__isnull=False), limit=100)
+        else:
+            table = report_table(name, whole, limit=100, period=Period(year))
         yield name, table.csv_rows()
 
 

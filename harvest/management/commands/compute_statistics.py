@@ -1,8 +1,10 @@
 """manage.py compute_statistics: compute the statistics of ended jobs again (docs/reports.md)."""
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from harvest.models import Job
+from harvest.services.period_statistics import Period, period_statistics_refresh
 from harvest.services.statistics import job_statistics_compute
 
 
@@ -31,8 +33,13 @@ class Command(BaseCommand):
             ended = ended.filter(pk__in=jobs)
         elif year:
             ended = ended.filter(ended_at__year=year)
-        count = 0
+        count, periods = 0, set()
         for job_id in ended.order_by("pk").values_list("pk", flat=True).iterator():
-            job_statistics_compute(job_id=job_id)
+            whole = job_statistics_compute(job_id=job_id, refresh_periods=False)
+            month = timezone.localtime(whole.ended_at).month
+            periods.update({Period(whole.year), Period(whole.year, month)})
             count += 1
-        self.stdout.write(f"Statistics computed for {count} job(s).")
+        # Each period once, not once per job (the reports would otherwise refresh them on first view).
+        for period in sorted(periods, key=lambda period: (period.year, period.month)):
+            period_statistics_refresh(year=period.year, month=period.month)
+        self.stdout.write(f"Statistics computed for {count} job(s), {len(periods)} period(s) refreshed.")

@@ -1,0 +1,121 @@
+"""Period statistics: a year's (or month's) figures counted by domain, kept up to date as jobs end.
+
+The reports' domain figures (domains harvested, by kind of crawl, by size class; the top domains)
+need every site crawl of the period, millions in a year with a broad crawl: seconds of SQL. They are
+computed once per change instead of once per view: when a job's statistics are computed, its year
+and month are refreshed on a worker (``harvest.refresh_period_statistics``), and a reader that finds
+a row older than the period's job statistics (an upgrade, a recomputation, a refresh still on its
+way) refreshes it first. A row says what it was computed from (how many job statistics rows of the
+period and the newest one, with the size classes of the time), so staleness is one indexed count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max
+from django.db.models.functions import ExtractMonth
+from django.utils import timezone
+
+from harvest import statistics_sites
+from harvest.models import JobStatistics, PeriodStatistics
+
+TOP_KEPT = 100  # top domains kept per period: the year's export shows 100, the dashboard 10
+
+
+@dataclass(frozen=True)
+class Period:
+    """Every year (year 0), one year (month 0) or one month of a year."""
+
+    year: int = 0
+    month: int = 0
+
+    def __post_init__(self):
+        if not 0 <= self.month <= 12 or (self.month and not self.year):
+            raise ValueError(f"not a period: year {self.year}, month {self.month}")
+
+    def statistics(self):
+        """The whole-job statistics of the period (collection shares excluded)."""
+        rows = JobStatistics.objects.filter(collection__isnull=True)
+        if self.year:
+            rows = rows.filter(year=self.year)
+        if self.month:
+            rows = rows.annotate(month=ExtractMonth("ended_at")).filter(month=self.month)
+        return rows
+
+
+def _fingerprints(periods: set[Period]) -> dict[Period, tuple[int, int]]:
+    """(count, newest id) of each period's job statistics: one grouped query per kind of period."""
+    result = {}
+    whole = JobStatistics.objects.filter(collection__isnull=True)
+    if Period() in periods:
+        row = whole.aggregate(n=Count("pk"), last=Max("pk"))
+        result[Period()] = (row["n"], row["last"] or 0)
+    if years := {period.year for period in periods if period.year and not period.month}:
+        rows = whole.filter(year__in=years).values("year").annotate(n=Count("pk"), last=Max("pk")).order_by()
+        found = {row["year"]: (row["n"], row["last"]) for row in rows}
+        result.update({Period(year): found.get(year, (0, 0)) for year in years})
+    if months := {period for period in periods if period.month}:
+        rows = (
+            whole.filter(year__in={period.year for period in months})
+            .annotate(month=ExtractMonth("ended_at"))
+            .values("year", "month")
+            .annotate(n=Count("pk"), last=Max("pk"))
+            .order_by()
+        )
+        found = {Period(row["year"], row["month"]): (row["n"], row["last"]) for row in rows}
+        result.update({period: found.get(period, (0, 0)) for period in months})
+    return result
+
+
+def period_statistics_current(*periods: Period) -> dict[Period, PeriodStatistics]:
+    """Each period's row, refreshed first where the period's job statistics have changed since."""
+    wanted = set(periods)
+    fingerprints = _fingerprints(wanted)
+    rows = {}
+    for row in PeriodStatistics.objects.filter(
+        year__in={period.year for period in wanted}, month__in={period.month for period in wanted}
+    ):
+        rows[Period(row.year, row.month)] = row
+    result = {}
+    for period in wanted:
+        row = rows.get(period)
+        fresh = (
+            row is not None
+            and (row.statistics_count, row.statistics_last) == fingerprints[period]
+            and row.size_bounds == settings.REPORT_SIZE_CLASSES
+        )
+        result[period] = row if fresh else period_statistics_refresh(year=period.year, month=period.month)
+    return result
+
+
+def period_statistics_refresh(*, year: int, month: int = 0) -> PeriodStatistics:
+    """Compute a period's figures from its site crawls and store them (replacing the earlier ones)."""
+    period = Period(year, month)
+    # Read before the figures: a job whose statistics land in between is then counted by the figures
+    # but not by the fingerprint, so the row looks stale and is computed again, never the reverse.
+    count, last = _fingerprints({period})[period]
+    statistics = period.statistics()
+    bounds = list(settings.REPORT_SIZE_CLASSES)
+    figures = {
+        "statistics_count": count,
+        "statistics_last": last,
+        "size_bounds": bounds,
+        "domains": statistics_sites.domains_harvested(statistics),
+        "kind_domains": {
+            kind: n for (kind,), n in statistics_sites.domains_by_group(statistics, ("kind",)).items()
+        },
+        "size_classes": statistics_sites.domain_sizes(statistics, bounds),
+        "top_domains": {
+            by: statistics_sites.top_domains(statistics, by=by, limit=TOP_KEPT) for by in ("urls", "bytes")
+        },
+    }
+    try:
+        with transaction.atomic():
+            row, _new = PeriodStatistics.objects.update_or_create(year=year, month=month, defaults=figures)
+    except IntegrityError:  # another refresh created the row meanwhile: ours is as new as its
+        PeriodStatistics.objects.filter(year=year, month=month).update(**figures, computed_at=timezone.now())
+        row = PeriodStatistics.objects.get(year=year, month=month)
+    return row

@@ -1,0 +1,178 @@
+"""Period statistics: the reports' domain figures, kept per year and month as jobs end, and the
+dashboard rendered once per state of the statistics."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+from selectolax.parser import HTMLParser
+
+from harvest.choices import HarvestKind
+from harvest.models import Job, JobStatistics, PeriodStatistics
+from harvest.reports import TABLE_CHOICES, report_table
+from harvest.services.period_statistics import Period, period_statistics_current
+from harvest.services.statistics import job_statistics_compute
+from harvest.tasks import refresh_period_statistics
+from tests.harvest.crawljobs import job_for_sites
+from tests.harvest.statistics_jobs import end_site, three_site_job
+from webarchive.permissions import Role
+
+SITE_CRAWLS = "harvest_jobconfiguration"
+
+
+@pytest.fixture
+def year_of_jobs(db, settings):
+    """Three jobs of one year over overlapping domains, in two months, and one of the year before."""
+    settings.REPORT_SIZE_CLASSES = [10, 30]
+    first, _ = three_site_job()  # alpha 5 URLs, beta 20, gamma none
+    second, _ = three_site_job()  # the same three domains: alpha 10, beta 40 over the year
+    third = job_for_sites([("delta.org", "http://delta.org/")])
+    end_site(third, "delta.org", urls=50, size=9000)
+    before, _ = three_site_job(names=("epsilon.fr", "zeta.fr", "eta.org"))
+    ended = first.ended_at.replace(month=6, day=15, hour=12)  # the same month in any time zone
+    Job.objects.filter(pk__in=[first.pk, second.pk]).update(ended_at=ended)
+    Job.objects.filter(pk=third.pk).update(ended_at=ended.replace(month=7))
+    Job.objects.filter(pk=before.pk).update(ended_at=ended.replace(year=ended.year - 1))
+    for job in (first, second, third, before):
+        job_statistics_compute(job_id=job.pk)
+    return ended.year
+
+
+def site_crawl_queries(queries) -> list[str]:
+    return [query["sql"] for query in queries if SITE_CRAWLS in query["sql"]]
+
+
+@pytest.mark.parametrize("name", [name for name, _title in TABLE_CHOICES if name != "by-collection"])
+def test_every_table_reads_the_same_from_the_period_as_from_the_site_crawls(year_of_jobs, name):
+    year = year_of_jobs
+    for period, statistics in (
+        (Period(year), JobStatistics.objects.filter(collection__isnull=True, year=year)),
+        (Period(), JobStatistics.objects.filter(collection__isnull=True)),
+    ):
+        stored = report_table(name, statistics, limit=100, period=period).rows
+        counted = report_table(name, statistics, limit=100).rows
+        assert stored == counted, (name, period)
+
+
+def test_the_period_figures_count_a_domain_once_in_the_class_of_all_its_urls(year_of_jobs):
+    year = year_of_jobs
+    figures = period_statistics_current(Period(year), Period(year, 6), Period(year, 7))
+    # alpha.fr: 5 + 5 URLs; beta.fr: 20 + 20; delta.org: 50 (in July); gamma.co.uk none.
+    assert figures[Period(year)].domains == 3
+    assert [(row["key"], row["domains"], row["urls"]) for row in figures[Period(year)].size_classes] == [
+        ("10-30", 1, 10),
+        ("> 30", 2, 90),
+    ]
+    assert [row["label"] for row in figures[Period(year)].top_domains["urls"]] == [
+        "delta.org",
+        "beta.fr",
+        "alpha.fr",
+    ]
+    assert figures[Period(year)].kind_domains == {HarvestKind.SELECTIVE.value: 3}
+    assert (figures[Period(year, 6)].domains, figures[Period(year, 7)].domains) == (2, 1)
+
+
+def test_computing_a_job_s_statistics_sends_its_year_and_month_for_refreshing(
+    db, django_capture_on_commit_callbacks, monkeypatch
+):
+    job, _ = three_site_job()
+    sent = []
+    monkeypatch.setattr("harvest.tasks.refresh_period_statistics.delay", lambda *args: sent.append(args))
+    with django_capture_on_commit_callbacks(execute=True):
+        job_statistics_compute(job_id=job.pk)
+    local = timezone.localtime(job.ended_at)
+    assert sent == [(local.year, 0), (local.year, local.month)]
+    for year, month in sent:  # what the worker then does
+        refresh_period_statistics(year, month)
+    assert PeriodStatistics.objects.get(year=local.year, month=0).domains == 2
+    assert PeriodStatistics.objects.get(year=local.year, month=local.month).domains == 2
+
+
+def test_the_dashboard_reads_no_site_crawl_once_the_periods_are_computed(year_of_jobs, as_role):
+    client = as_role(Role.MANAGER)
+    for year, month in ((year_of_jobs, 0), (year_of_jobs - 1, 0), (0, 0)):
+        refresh_period_statistics(year, month)
+    for month in range(1, 13):
+        refresh_period_statistics(year_of_jobs, month)
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(reverse("reports:dashboard"), {"year": year_of_jobs})
+    assert page.status_code == 200
+    assert site_crawl_queries(queries) == []
+    figures = {node.attributes["data-figure"]: node for node in HTMLParser(page.text).css("[data-figure]")}
+    assert figures["domains"].attributes["data-value"] == "3"
+
+
+def test_a_stale_period_is_computed_again_before_it_is_read_and_the_dashboard_shows_it(year_of_jobs, as_role):
+    """New statistics (or statistics computed again) change what the dashboard shows at once, even before
+    the worker has refreshed the period: neither the period's row nor the rendered page is served stale."""
+    client = as_role(Role.MANAGER)
+    year = year_of_jobs
+
+    def domains_on_dashboard() -> str:
+        page = client.get(reverse("reports:dashboard"), {"year": year})
+        return HTMLParser(page.text).css_first("[data-figure=domains]").attributes["data-value"]
+
+    assert domains_on_dashboard() == "3"
+    with CaptureQueriesContext(connection) as queries:
+        assert domains_on_dashboard() == "3"
+    assert site_crawl_queries(queries) == []  # rendered once, read from the cache since
+    assert not any("harvest_statisticline" in query["sql"] for query in queries)
+
+    newer = job_for_sites([("theta.fr", "http://theta.fr/")])
+    end_site(newer, "theta.fr", urls=3, size=30)
+    Job.objects.filter(pk=newer.pk).update(ended_at=Job.objects.get(pk=newer.pk).ended_at.replace(year=year))
+    job_statistics_compute(job_id=newer.pk)  # its period refresh is never run here
+    assert domains_on_dashboard() == "4"
+
+    # Computed again: the same figures (each job is counted once, not once per computation).
+    job_statistics_compute(job_id=newer.pk)
+    assert domains_on_dashboard() == "4"
+    JobStatistics.objects.filter(job=newer).delete()
+    assert domains_on_dashboard() == "3"
+
+
+def test_a_change_of_size_classes_makes_the_periods_stale(year_of_jobs, settings):
+    year = year_of_jobs
+    before = period_statistics_current(Period(year))[Period(year)].size_classes
+    settings.REPORT_SIZE_CLASSES = [100]
+    after = period_statistics_current(Period(year))[Period(year)].size_classes
+    assert [row["key"] for row in before] == ["10-30", "> 30"]
+    assert [(row["key"], row["domains"]) for row in after] == [("< 100", 3)]
+
+
+def test_compute_statistics_refreshes_each_period_once(year_of_jobs, capsys):
+    PeriodStatistics.objects.all().delete()
+    call_command("compute_statistics", "--all")
+    year = year_of_jobs
+    assert set(PeriodStatistics.objects.values_list("year", "month")) == {
+        (year, 0),
+        (year, 6),
+        (year, 7),
+        (year - 1, 0),
+        (year - 1, 6),
+    }
+    assert "Statistics computed for 4 job(s), 5 period(s) refreshed." in capsys.readouterr().out
+
+
+def test_only_a_year_selects_a_period_on_the_statistics_page(year_of_jobs, as_role):
+    """Filtered by anything but the year, the tables count from the site crawls (no period describes them)."""
+    client = as_role(Role.MANAGER)
+    year = year_of_jobs
+    period_statistics_current(Period(year), Period())
+    with CaptureQueriesContext(connection) as by_year:
+        client.get(reverse("reports:statistics"), {"table": "by-kind", "year": year})
+    with CaptureQueriesContext(connection) as by_kind:
+        client.get(reverse("reports:statistics"), {"table": "by-kind", "kind": HarvestKind.SELECTIVE})
+    assert site_crawl_queries(by_year) == []
+    assert site_crawl_queries(by_kind) != []
+
+
+def test_a_period_is_a_year_or_a_month_of_a_year():
+    with pytest.raises(ValueError, match="not a period"):
+        Period(0, 3)
+    with pytest.raises(ValueError, match="not a period"):
+        Period(2026, 13)
