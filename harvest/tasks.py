@@ -43,15 +43,18 @@ def crawl_site(self, entry_id: int) -> str:
     return run_site_crawl(entry_id, redelivered=redelivered)
 
 
-@shared_task(
-    name="harvest.compute_statistics",
-    ignore_result=True,
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=10,
-    max_retries=5,
-    time_limit=3600,
-)
+# Statistics are recomputed whole, so a task lost or run twice does no harm; a busy database is retried.
+STATISTICS_TASK = {
+    "ignore_result": True,
+    "acks_late": True,
+    "autoretry_for": (OperationalError,),
+    "retry_backoff": 10,
+    "max_retries": 5,
+    "time_limit": 3600,
+}
+
+
+@shared_task(name="harvest.compute_statistics", **STATISTICS_TASK)
 def compute_statistics(job_id: int) -> None:
     """Compute (again) the statistics of an ended job (idempotent: they are replaced)."""
     from harvest.services.statistics import job_statistics_compute
@@ -59,15 +62,7 @@ def compute_statistics(job_id: int) -> None:
     job_statistics_compute(job_id=job_id)
 
 
-@shared_task(
-    name="harvest.refresh_period_statistics",
-    ignore_result=True,
-    acks_late=True,
-    autoretry_for=(OperationalError,),
-    retry_backoff=10,
-    max_retries=5,
-    time_limit=3600,
-)
+@shared_task(name="harvest.refresh_period_statistics", **STATISTICS_TASK)
 def refresh_period_statistics(year: int, month: int) -> None:
     """Compute a period's domain figures again, once a job's statistics have changed it."""
     from harvest.services.period_statistics import period_statistics_refresh
