@@ -18,7 +18,7 @@ from django.utils.translation import gettext_lazy as _
 
 from harvest import statistics_sites
 from harvest.choices import HarvestKind, StopReason
-from harvest.models import Dimension, JobStatistics, StatisticLine
+from harvest.models import Dimension, JobStatistics, PeriodStatistics, StatisticLine
 from harvest.services.period_statistics import TOP_KEPT, Period, period_statistics_current
 from harvest.services.statistics import IP_ADDRESS, NO_ANSWER, SEED_SOURCES, UNKNOWN
 
@@ -188,10 +188,20 @@ def period_of(filterset) -> Period | None:
 
 def state() -> str:
     """What the statistics are now, in a few characters: changes whenever job statistics are computed
-    (again) or removed (their rows are replaced, so the newest id moves) and with the size classes."""
+    (again) or removed (their rows are replaced, so the newest id moves), whenever a period's domain
+    figures are, and with the size classes."""
     row = JobStatistics.objects.aggregate(n=Count("pk"), last=Max("pk"))
+    periods = PeriodStatistics.objects.aggregate(n=Count("pk"), last=Max("computed_at"))
+    last_period = periods["last"].timestamp() if periods["last"] else 0
     bounds = ",".join(map(str, settings.REPORT_SIZE_CLASSES))
-    return f"{row['n']}-{row['last'] or 0}-{bounds}"
+    return f"{row['n']}-{row['last'] or 0}-{periods['n']}-{last_period}-{bounds}"
+
+
+def stale_period(period: Period):
+    """When the period's domain figures were computed, if its statistics have changed since (None if
+    they are up to date): the figures shown are as of then, and being brought up to date."""
+    row = period_statistics_current(period)[period]
+    return row.computed_at if row.stale else None
 
 
 def years() -> list[int]:

@@ -64,10 +64,11 @@ def compute_statistics(job_id: int) -> None:
 
 @shared_task(name="harvest.refresh_period_statistics", **STATISTICS_TASK)
 def refresh_period_statistics(year: int, month: int) -> None:
-    """Compute a period's domain figures again, once a job's statistics have changed it."""
-    from harvest.services.period_statistics import period_statistics_refresh
+    """Compute a period's domain figures again if its job statistics have changed since (once for a
+    burst of jobs ending together: the first task counts them all, the others find it right)."""
+    from harvest.services.period_statistics import Period, period_statistics_current
 
-    period_statistics_refresh(year=year, month=month)
+    period_statistics_current(Period(year, month), wait=True)
 
 
 @shared_task(name="harvest.preload", ignore_result=True, acks_late=True, reject_on_worker_lost=True)

@@ -125,6 +125,8 @@ class PeriodStatistics(models.Model):
     top_domains = models.JSONField(_("top domains"))
     computed_at = models.DateTimeField(_("computed at"), auto_now=True)
 
+    stale = False  # set when read: the period's statistics have changed since, a refresh is on its way
+
     class Meta:
         verbose_name = _("period statistics")
         verbose_name_plural = _("period statistics")

@@ -3,10 +3,11 @@
 The reports' domain figures (domains harvested, by kind of crawl, by size class; the top domains)
 need every site crawl of the period, millions in a year with a broad crawl: seconds of SQL. They are
 computed once per change instead of once per view: when a job's statistics are computed, its year
-and month are refreshed on a worker (``harvest.refresh_period_statistics``), and a reader that finds
-a row older than the period's job statistics (an upgrade, a recomputation, a refresh still on its
-way) refreshes it first. A row says what it was computed from (how many job statistics rows of the
-period and the newest one, with the size classes of the time), so staleness is one indexed count.
+and month are refreshed on a worker (``harvest.refresh_period_statistics``). A row says what it was
+computed from (how many job statistics rows of the period and the newest one, with the size classes
+of the time), so a reader tells in one indexed count whether it is still right; one that is not (a
+refresh still on its way, statistics computed again elsewhere) is shown as of when it was computed
+and sent for refreshing.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
 from django.db.models.functions import ExtractMonth
@@ -21,6 +23,7 @@ from django.utils import timezone
 
 from harvest import statistics_sites
 from harvest.models import JobStatistics, PeriodStatistics
+from webarchive.tasks import enqueue
 
 TOP_KEPT = 100  # top domains kept per period: the year's export shows 100, the dashboard 10
 
@@ -70,8 +73,12 @@ def _fingerprints(periods: set[Period]) -> dict[Period, tuple[int, int]]:
     return result
 
 
-def period_statistics_current(*periods: Period) -> dict[Period, PeriodStatistics]:
-    """Each period's row, refreshed first where the period's job statistics have changed since."""
+def period_statistics_current(*periods: Period, wait: bool = False) -> dict[Period, PeriodStatistics]:
+    """Each period's row. One never computed is computed now. One whose job statistics have changed
+    since is sent for computing again on a worker and returned as it is, marked ``stale`` (its
+    ``computed_at`` says as of when): a page never spends a refresh's seconds of SQL, and the
+    workers' task refreshes it within moments of the change. With ``wait``, stale rows are computed
+    again now (the task itself)."""
     wanted = set(periods)
     fingerprints = _fingerprints(wanted)
     rows = {}
@@ -87,7 +94,15 @@ def period_statistics_current(*periods: Period) -> dict[Period, PeriodStatistics
             and (row.statistics_count, row.statistics_last) == fingerprints[period]
             and row.size_bounds == settings.REPORT_SIZE_CLASSES
         )
-        result[period] = row if fresh else period_statistics_refresh(year=period.year, month=period.month)
+        if row is None or (wait and not fresh):
+            row = period_statistics_refresh(year=period.year, month=period.month)
+        elif not fresh:
+            row.stale = True
+            # Once per change of the period's statistics, however many pages see it stale meanwhile.
+            count, last = fingerprints[period]
+            if cache.add(f"period-refresh:{period.year}:{period.month}:{count}:{last}", 1, 600):
+                enqueue("harvest.refresh_period_statistics", period.year, period.month)
+        result[period] = row
     return result
 
 

@@ -163,6 +163,7 @@ class DashboardView(ReportsMixin, TemplateView):
         ]
         context = {
             "year": year,
+            "domains_as_of": stats.stale_period(Period(year)),
             "figures": [
                 {
                     "label": label,
