@@ -2,6 +2,8 @@
 
 import pytest
 from django.core.exceptions import PermissionDenied
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from harvest.choices import RenderMode
 from harvest.models import (
@@ -263,3 +265,186 @@ def test_a_record_that_comes_to_need_a_browser_moves_to_the_browser_configuratio
     budget_mapping_save(mapping=small_host, browser_template=template_save(name="other", render="seeds"))
     assert transfer_collection(collection=collection).updated == 1
     assert DomainConfiguration.objects.get(name__endswith="_browser").template.name == "other"
+
+
+# At volume: set-based, and nothing written when nothing changed --------------------------------
+
+
+def many_records(collection, count, *, domains, start=0):
+    """``count`` validated records of ``collection`` written in bulk over ``domains`` registered
+    domains (``site<n>.fr``), two hosts a domain, settings varying with the number."""
+    from selection.models import Record
+
+    model = record(collection, f"http://model-{start}.example.org/", status=RecordStatus.PROPOSED)
+    rows = []
+    for number in range(start, start + count):
+        domain = f"site{number % domains}.fr"
+        host = f"{'www' if number % 2 else 'blog'}{number // domains}.{domain}"
+        rows.append(
+            Record(
+                collection=collection,
+                url=f"http://{host}/",
+                url_key=f"fr,site{number % domains},{host})/",
+                host=host,
+                registered_domain=domain,
+                supplementary_urls=f"http://{host}/sitemap.xml" if number % 5 == 0 else "",
+                theme_id=model.theme_id,
+                responsible_id=model.responsible_id,
+                created_by_id=model.responsible_id,
+                modified_by_id=model.responsible_id,
+                budget=Budget.SMALL,
+                frequency=Frequency.MONTHLY,
+                depth=Depth.PATH if number % 3 == 0 else Depth.HOST,
+                status=RecordStatus.VALIDATED,
+            )
+        )
+    Record.objects.bulk_create(rows)
+    return Record.objects.filter(collection=collection).exclude(pk=model.pk)
+
+
+def written(queries) -> list[str]:
+    """The statements of ``queries`` that write."""
+    return [
+        q["sql"]
+        for q in queries
+        if q["sql"].lstrip().split(" ", 1)[0].upper() in {"INSERT", "UPDATE", "DELETE"}
+    ]
+
+
+def history_rows() -> int:
+    return sum(model.history.count() for model in (Domain, SeedList, DomainConfiguration))
+
+
+def test_a_large_collection_is_transferred_in_a_bounded_number_of_statements(
+    collection, monthly, django_assert_max_num_queries
+):
+    from harvest.services.domains import domains_create_bulk
+
+    domains_create_bulk(names=[f"site{n}.fr" for n in range(0, 1500, 3)])  # a third known already
+    many_records(collection, 3000, domains=1500)
+    curator = UserFactory(roles=[Role.CURATOR])
+    # Per target, the transfer used to make 10 to 15 statements; now a few per thousand rows (on
+    # SQLite more: a statement takes at most 999 values there, a few hundred rows).
+    with django_assert_max_num_queries(60 if connection.vendor == "postgresql" else 250):
+        report = transfer_collection(collection=collection, user=curator)
+    assert (report.created, report.updated, report.unchanged, report.skipped) == (1500, 0, 0, 0)
+    assert len(report.details["domains_created"]) == 1000
+    assert Domain.objects.count() == 1500
+    assert DomainConfiguration.objects.filter(source_collection=collection).count() == 1500
+    assert monthly.configurations.count() == 1500
+    configuration = DomainConfiguration.objects.get(domain__name="site5.fr", name__endswith="_host")
+    assert configuration.seed_lists.get().seed_urls == [
+        "http://www0.site5.fr/",
+        "http://www0.site5.fr/sitemap.xml",
+        "http://www1.site5.fr/",
+        "http://www1.site5.fr/sitemap.xml",
+    ]
+    assert configuration.version == 1
+    # One history row for each object created, naming the curator, the seed list in the configuration's.
+    [entry] = configuration.history.all()
+    assert (entry.history_type, entry.history_user) == ("+", curator)
+    assert [row.seedlist_id for row in entry.seed_lists.all()] == [configuration.seed_lists.get().pk]
+    assert configuration.seed_lists.get().history.get().history_user == curator
+
+
+def test_a_second_run_writes_nothing_but_its_report(collection, monthly, small_host):
+    many_records(collection, 300, domains=100)
+    record(collection, "http://app.site1.fr/", needs_browser=True)
+    transfer_collection(collection=collection)
+    history = history_rows()
+    with CaptureQueriesContext(connection) as queries:
+        report = transfer_collection(collection=collection)
+    assert (report.created, report.updated, report.unchanged, report.detached) == (0, 0, 201, 0)
+    [insert] = written(queries.captured_queries)
+    assert "harvest_transferreport" in insert
+    assert history_rows() == history
+
+
+def test_a_record_changed_between_runs_updates_exactly_its_configuration(collection, monthly):
+    records = many_records(collection, 300, domains=100)
+    transfer_collection(collection=collection)
+    versions = dict(SeedList.objects.values_list("pk", "version"))
+    configurations = dict(DomainConfiguration.objects.values_list("pk", "version"))
+    history = history_rows()
+    changed = records.get(url="http://www1.site7.fr/")
+    type(changed).objects.filter(pk=changed.pk).update(supplementary_urls="http://www1.site7.fr/feed")
+    report = transfer_collection(collection=collection)
+    assert (report.created, report.updated, report.unchanged) == (0, 1, 199)
+    name = configuration_name(collection, "monthly", "small", "host")
+    assert report.details["updated"] == [
+        {"domain": "site7.fr", "configuration": name, "definition": "monthly-elections"}
+    ]
+    seed_list = SeedList.objects.get(domain__name="site7.fr", name=name)
+    assert seed_list.seed_urls == [
+        "http://www0.site7.fr/",
+        "http://www1.site7.fr/",
+        "http://www1.site7.fr/feed",
+    ]
+    assert dict(SeedList.objects.values_list("pk", "version")) == {**versions, seed_list.pk: 2}
+    assert dict(DomainConfiguration.objects.values_list("pk", "version")) == configurations
+    assert history_rows() == history + 1
+    assert seed_list.history.first().history_type == "~"
+
+
+def test_edits_made_between_runs_are_handled_as_before(collection, monthly, schedule):
+    from harvest.services.domains import configuration_save, seed_list_save
+
+    record(collection, "http://www.parti-a.fr/")
+    record(collection, "http://parti-b.fr/")
+    curator = UserFactory(roles=[Role.CURATOR])
+    transfer_collection(collection=collection, user=curator)
+    name = configuration_name(collection, "monthly", "small", "host")
+    a = DomainConfiguration.objects.get(domain__name="parti-a.fr", name=name)
+    b = DomainConfiguration.objects.get(domain__name="parti-b.fr", name=name)
+    # On a: a comment (not the transfer's), and a budget of its own (the transfer's: put back).
+    configuration_save(configuration=a, expected_version=1, comments="watch it", max_objects=5)
+    # On b: another seed list added (the transfer's seed lists are its own), and a hand-made comment
+    # in its seed list; b is also detached from its definition by hand.
+    other = seed_list_save(domain=b.domain, name="extra", seeds="http://parti-b.fr/extra")
+    configuration_save(configuration=b, expected_version=1, seed_lists=[*b.seed_lists.all(), other])
+    seed_list_save(seed_list=b.seed_lists.get(name=name), expected_version=1, comments="mine")
+    monthly.configurations.remove(b)
+    report = transfer_collection(collection=collection, user=curator)
+    assert (report.created, report.updated, report.unchanged) == (0, 2, 0)
+    a.refresh_from_db()
+    assert (a.comments, a.max_objects, a.version) == ("watch it", 10_000, 3)
+    assert a.history.first().history_user == curator
+    b.refresh_from_db()
+    assert [s.name for s in b.seed_lists.all()] == [name]
+    assert b.version == 3
+    assert b.seed_lists.get().comments == "mine"
+    assert attached(monthly) == [f"parti-a.fr/{name}", f"parti-b.fr/{name}"]
+    # The configuration's history says what the transfer changed, as people read it.
+    from webarchive.history import history_entries
+
+    changes = {str(change["field"]): change for change in history_entries(b)[0]["changes"]}
+    assert changes["seed lists"]["new"] == f"parti-b.fr / {name}"
+    assert changes["seed lists"]["old"] == f"parti-b.fr / {name}, parti-b.fr / extra"
+    assert transfer_collection(collection=collection).unchanged == 2
+
+
+def test_domains_created_get_their_defaults_and_history(collection, monthly):
+    record(collection, "http://www.parti-a.fr/")
+    curator = UserFactory(roles=[Role.CURATOR])
+    transfer_collection(collection=collection, user=curator)
+    domain = Domain.objects.get(name="parti-a.fr")
+    default = domain.default_configuration
+    assert default.name == "defaultconfig"
+    assert default.seed_lists.get().name == "defaultseeds"
+    assert default.seed_lists.get().seed_urls == [
+        "http://parti-a.fr/",
+        "https://parti-a.fr/",
+        "http://www.parti-a.fr/",
+        "https://www.parti-a.fr/",
+    ]
+    # As domain_create leaves it: the domain created, then given its default configuration; the
+    # default seed list and configuration created; all by the curator.
+    assert [(h.history_type, h.default_configuration_id) for h in domain.history.order_by("history_id")] == [
+        ("+", None),
+        ("~", default.pk),
+    ]
+    assert {h.history_user for h in domain.history.all()} == {curator}
+    [created] = default.history.all()
+    assert (created.history_type, created.history_user) == ("+", curator)
+    assert [row.seedlist_id for row in created.seed_lists.all()] == [default.seed_lists.get().pk]
+    assert default.seed_lists.get().history.get().history_user == curator
