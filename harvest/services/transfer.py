@@ -112,9 +112,10 @@ def _labels(name: str) -> dict:
     return dict(Record._meta.get_field(name).flatchoices)
 
 
-def _targets(collection: Collection, skipped: list) -> dict[tuple[str, str], _Target]:
-    """The targets of the collection's validated, active records (read as values); the records
-    that give none go to ``skipped`` with their reason."""
+def _targets(collection: Collection, skipped: list) -> tuple[dict[tuple[str, str], _Target], dict[str, int]]:
+    """The targets of the collection's validated, active records (read as values), and the ids of
+    the domains already stored under their names; the records that give none go to ``skipped``
+    with their reason."""
     definitions = {
         frequency: (pk, name)
         for frequency, pk, name in CollectionMapping.objects.filter(collection=collection).values_list(
@@ -142,8 +143,13 @@ def _targets(collection: Collection, skipped: list) -> dict[tuple[str, str], _Ta
             "needs_browser",
         )
     )
+    records = list(records)
+    # A registered domain stored as a domain's name is in its normalised form (domains are stored
+    # so): only the others are normalised, which takes seconds for tens of thousands of names.
+    known = _read_domains(sorted({row[3] for row in records}))
     names: dict[tuple[str, str, str, bool], str] = {}
-    domains: dict[str, str | list[str]] = {}  # registered domain → normalised name, or its error messages
+    # registered domain → normalised name, or its error messages
+    domains: dict[str, str | list[str]] = {name: name for name in known}
     targets: dict[tuple[str, str], _Target] = {}
     for pk, url, supplementary, registered, frequency, budget, depth, needs_browser in records:
         definition = definitions.get(frequency)
@@ -194,7 +200,7 @@ def _targets(collection: Collection, skipped: list) -> dict[tuple[str, str], _Ta
             )
         target.seeds.add(url)
         target.seeds.update(supplementary_url_list(supplementary))
-    return targets
+    return targets, known
 
 
 # Reading what is stored ------------------------------------------------------------------------
@@ -465,7 +471,7 @@ def transfer_collection(*, collection: Collection, user=None, harvest_definition
     skipped: list = []
     details: dict = {"created": [], "updated": [], "detached": [], "domains_created": [], "skipped": skipped}
     counts: dict = defaultdict(int)
-    targets = _targets(collection, skipped)
+    targets, known = _targets(collection, skipped)
     mapped = set(
         CollectionMapping.objects.filter(collection=collection).values_list("harvest_definition", flat=True)
     )
@@ -478,7 +484,8 @@ def transfer_collection(*, collection: Collection, user=None, harvest_definition
     }
     stored = _Stored()
     names = sorted({domain for domain, _name in targets})
-    stored.domains = _read_domains(names)
+    stored.domains = known
+    stored.domains.update(_read_domains([name for name in names if name not in known]))
     _read(stored, list(stored.domains.values()), {name for _domain, name in targets}, sourced)
     new_domains = [name for name in names if name not in stored.domains]
     written = 0
