@@ -1,5 +1,6 @@
 """Reads of the harvest side that are more than a filter, shared by the pages and the REST API."""
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
@@ -7,7 +8,8 @@ from django.db.models import BigIntegerField, Case, Count, FloatField, IntegerFi
 from django.db.models.functions import Coalesce
 
 from harvest.choices import SiteState
-from harvest.models import Job
+from harvest.models import Job, JobConfiguration
+from harvest.models.jobs import SITE_PROGRESS_FIELDS
 
 
 def crawl_log_path(job_id: int) -> Path:
@@ -15,39 +17,58 @@ def crawl_log_path(job_id: int) -> Path:
     return Path(settings.HARVEST_SPOOL_DIR) / "jobs" / str(job_id) / "crawl.log"
 
 
-def site_totals(prefix: str = "") -> dict:
-    """Aggregates of site crawls: counts by state, summed progress (``prefix``: the relation from a Job)."""
+def running_totals(job_ids) -> dict[int, dict]:
+    """The progress of the running sites of these jobs, by job id, in one query.
 
-    def count(state=None):
-        condition = Q(**{f"{prefix}state": state}) if state else None
-        return Count(f"{prefix}pk", filter=condition)
+    Bounded by how many sites the crawlers run at once, whatever the size of the jobs, and read
+    through the (job, state) index; the ended sites are counted on the job's row instead.
+    """
+    rows = (
+        JobConfiguration.objects.filter(job_id__in=list(job_ids), state=SiteState.RUNNING)
+        .order_by()
+        .values("job_id")
+        .annotate(
+            sites_running=Count("pk"),
+            rate=Coalesce(Sum("rate"), Value(0.0), output_field=FloatField()),
+            **{
+                field: Coalesce(Sum(field), Value(0), output_field=BigIntegerField())
+                for field in SITE_PROGRESS_FIELDS
+            },
+        )
+    )
+    return {row.pop("job_id"): row for row in rows}
 
-    def total(field):
-        return Coalesce(Sum(f"{prefix}{field}"), Value(0), output_field=BigIntegerField())
 
+def job_totals(job: Job, running: dict | None = None) -> dict:
+    """The progress of a job: the counters of its ended sites (on its row) plus its running sites
+    (``running``: its entry of :func:`running_totals`, read here when not given).
+
+    Counts by state (sites_total, sites_queued, sites_running, sites_ended) and sums (urls_done,
+    urls_queued, bytes_done, error_count, duplicates, duplicate_bytes, and the rate of the running
+    sites).
+    """
+    if running is None:
+        running = running_totals([job.pk]).get(job.pk, {})
+    totals = {field: getattr(job, f"ended_{field}") + running.get(field, 0) for field in SITE_PROGRESS_FIELDS}
+    sites_running = running.get("sites_running", 0)
     return {
-        "sites_total": count(),
-        "sites_queued": count(SiteState.QUEUED),
-        "sites_running": count(SiteState.RUNNING),
-        "sites_ended": count(SiteState.ENDED),
-        "urls_done": total("urls_done"),
-        "urls_queued": total("urls_queued"),
-        "bytes_done": total("bytes_done"),
-        "error_count": total("error_count"),
-        "duplicates": total("duplicates"),
-        "duplicate_bytes": total("duplicate_bytes"),
-        # Only running sites fetch: an ended site's last rate is history.
-        "rate": Coalesce(
-            Sum(f"{prefix}rate", filter=Q(**{f"{prefix}state": SiteState.RUNNING})),
-            Value(0.0),
-            output_field=FloatField(),
-        ),
+        "sites_total": job.domain_count,
+        "sites_queued": max(0, job.domain_count - job.sites_ended - sites_running),
+        "sites_running": sites_running,
+        "sites_ended": job.sites_ended,
+        **totals,
+        "rate": running.get("rate", 0.0),
     }
 
 
-def job_totals(job: Job) -> dict:
-    """The progress of a job summed over its sites, in one query."""
-    return job.configurations.order_by().aggregate(**site_totals())
+def jobs_with_totals(jobs) -> list[Job]:
+    """The jobs (a page of them) with their :func:`job_totals` set as attributes, in one query more."""
+    jobs = list(jobs)
+    running = running_totals(job.pk for job in jobs)
+    for job in jobs:
+        for name, value in job_totals(job, running.get(job.pk, {})).items():
+            setattr(job, name, value)
+    return jobs
 
 
 def job_sites(job: Job):
@@ -64,4 +85,70 @@ def job_sites(job: Job):
             )
         )
         .order_by("state_rank", "domain__name", "pk")
+    )
+
+
+# The order of a job's sites: running ones first, then queued, then ended; by domain name in each.
+SITE_STATE_ORDER = (SiteState.RUNNING, SiteState.QUEUED, SiteState.ENDED)
+
+
+@dataclass(frozen=True)
+class SitePage:
+    """One page of a job's sites, read by keyset (no count, no offset): ``previous`` and ``next``
+    are the keys to ask for the pages around it (None where there is none)."""
+
+    sites: list[JobConfiguration]
+    previous: str | None
+    next: str | None
+
+
+def site_key(entry: JobConfiguration) -> str:
+    """Where a site stands in :func:`job_sites`' order, as a URL parameter: ``rank.pk.domain``."""
+    return f"{SITE_STATE_ORDER.index(entry.state)}.{entry.pk}.{entry.domain.name}"
+
+
+def _parse_site_key(key: str) -> tuple[int, int, str] | None:
+    rank, _, rest = key.partition(".")
+    pk, _, name = rest.partition(".")
+    if not (rank.isdigit() and pk.isdigit() and name) or int(rank) >= len(SITE_STATE_ORDER):
+        return None
+    return int(rank), int(pk), name
+
+
+def _beyond(key: tuple[int, int, str], *, after: bool) -> Q:
+    """The sites after (or before) ``key`` in :func:`job_sites`' order."""
+    rank, pk, name = key
+    later = "gt" if after else "lt"
+    others = SITE_STATE_ORDER[rank + 1 :] if after else SITE_STATE_ORDER[:rank]
+    state = SITE_STATE_ORDER[rank]
+    return (
+        Q(state__in=others)
+        | Q(state=state, **{f"domain__name__{later}": name})
+        | Q(state=state, domain__name=name, **{f"pk__{later}": pk})
+    )
+
+
+def job_sites_page(sites, *, after: str = "", before: str = "", size: int) -> SitePage:
+    """A page of ``size`` sites of :func:`job_sites` (filtered or not): the first, or the one after
+    the key ``after``, or the one before the key ``before``. A key that cannot be read gives the
+    first page. Each page costs one bounded query, however deep it is, and no count."""
+    key_after, key_before = _parse_site_key(after), _parse_site_key(before)
+    if key_before is not None:
+        rows = list(sites.filter(_beyond(key_before, after=False)).reverse()[: size + 1])
+        more_before = len(rows) > size
+        rows = rows[:size][::-1]
+        return SitePage(
+            rows,
+            previous=site_key(rows[0]) if more_before else None,
+            next=site_key(rows[-1]) if rows else None,
+        )
+    if key_after is not None:
+        sites = sites.filter(_beyond(key_after, after=True))
+    rows = list(sites[: size + 1])
+    more_after = len(rows) > size
+    rows = rows[:size]
+    return SitePage(
+        rows,
+        previous=site_key(rows[0]) if key_after is not None and rows else None,
+        next=site_key(rows[-1]) if more_after else None,
     )

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("harvest", "0018_broker_snapshot"),
+        ("harvest", "0019_job_progress"),
     ]
 
     operations = [

@@ -1,7 +1,7 @@
 """Runs of harvest definitions, the jobs they produce, and what each domain yielded."""
 
 from django.db import models
-from django.db.models import JSONField, Value
+from django.db.models import JSONField, Q, Value
 from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
@@ -9,6 +9,18 @@ from simple_history.models import HistoricalRecords
 from harvest.choices import JobFailure, JobStatus, SiteState, StopReason
 from harvest.models.definitions import HarvestChannel, HarvestDefinition
 from harvest.models.domains import Domain, DomainConfiguration
+
+# What a site crawl counts (JobConfiguration's fields); a job keeps the sum over its ended sites in
+# ``ended_<field>``.
+SITE_PROGRESS_FIELDS = (
+    "urls_done",
+    "urls_queued",
+    "bytes_done",
+    "error_count",
+    "duplicates",
+    "duplicate_bytes",
+)
+ENDED_COUNTERS = ("sites_ended", *(f"ended_{field}" for field in SITE_PROGRESS_FIELDS))
 
 
 class HarvestRun(models.Model):
@@ -98,7 +110,30 @@ class Job(models.Model):
         verbose_name=_("continuation of"),
     )
 
-    history = HistoricalRecords(excluded_fields=["template_settings", "crawler_traps"])
+    # The progress of the job's ended sites, added up as each ends (harvest.services.crawls, in the
+    # transaction that ends it, under the job's lock): a job's progress is these plus its running
+    # sites, so the polling pages never sum over thousands of site crawls.
+    sites_ended = models.PositiveIntegerField(_("sites ended"), default=0, db_default=0, editable=False)
+    ended_urls_done = models.BigIntegerField(
+        _("URLs done by ended sites"), default=0, db_default=0, editable=False
+    )
+    ended_urls_queued = models.BigIntegerField(
+        _("URLs left queued by ended sites"), default=0, db_default=0, editable=False
+    )
+    ended_bytes_done = models.BigIntegerField(
+        _("bytes of ended sites"), default=0, db_default=0, editable=False
+    )
+    ended_error_count = models.BigIntegerField(
+        _("errors of ended sites"), default=0, db_default=0, editable=False
+    )
+    ended_duplicates = models.BigIntegerField(
+        _("revisits of ended sites"), default=0, db_default=0, editable=False
+    )
+    ended_duplicate_bytes = models.BigIntegerField(
+        _("bytes saved by ended sites"), default=0, db_default=0, editable=False
+    )
+
+    history = HistoricalRecords(excluded_fields=["template_settings", "crawler_traps", *ENDED_COUNTERS])
 
     class Meta:
         verbose_name = _("job")
@@ -177,7 +212,16 @@ class JobConfiguration(models.Model):
                 violation_error_message=_("A domain is harvested at most once per job."),
             )
         ]
-        indexes = [models.Index(fields=["job", "state"])]
+        indexes = [
+            models.Index(fields=["job", "state"]),
+            # The monitoring page's failed sites of the last day (harvest.monitoring.failed_sites):
+            # a few rows among millions, newest first.
+            models.Index(
+                fields=["-ended_at"],
+                name="harvest_jobconf_failed_ended",
+                condition=Q(state=SiteState.ENDED) & (Q(stop_reason=StopReason.FAILED) | ~Q(error="")),
+            ),
+        ]
 
     def __str__(self):
         return f"{self.job} / {self.configuration}"

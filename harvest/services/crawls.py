@@ -19,11 +19,13 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from harvest.choices import SITE_CRAWL_TRANSITIONS, JobFailure, JobStatus, SiteState, StopReason
 from harvest.models import ExternalLink, HarvestInfo, Job, JobConfiguration
+from harvest.models.jobs import SITE_PROGRESS_FIELDS
 from harvest.services.jobs import job_transition
 from webarchive.history import save_as
 from webarchive.permissions import CHANGE, require
@@ -180,7 +182,9 @@ def _stop_reason(job: Job, entry: JobConfiguration, crawler_reason: str) -> str:
     return config_reason
 
 
-def _end_entry(job: Job, entry: JobConfiguration, *, stop_reason: str) -> None:
+def _end_entry(job: Job, entry: JobConfiguration, *, stop_reason: str, count: bool = True) -> None:
+    """End a site crawl (the caller holds the job's lock) and, unless ``count`` is False (the caller
+    counts a batch with :func:`_count_ended`), add its progress to the job's counters."""
     SITE_CRAWL_TRANSITIONS.apply(entry, SiteState.ENDED)
     entry.stop_reason = stop_reason
     entry.ended_at = timezone.now()
@@ -196,6 +200,22 @@ def _end_entry(job: Job, entry: JobConfiguration, *, stop_reason: str) -> None:
             "stop_reason": stop_reason,
         },
     )
+    if count:
+        _count_ended(job, [entry])
+
+
+def _count_ended(job: Job, entries: list[JobConfiguration]) -> None:
+    """Add the progress of sites that have just ended to their job's counters, in the transaction
+    that ended them: the counters are exact, and a job's progress is read from its row plus its
+    running sites only (harvest.selectors.job_totals)."""
+    if not entries:
+        return
+    added = {"sites_ended": len(entries)}
+    for field in SITE_PROGRESS_FIELDS:
+        added[f"ended_{field}"] = sum(getattr(entry, field) for entry in entries)
+    Job.objects.filter(pk=job.pk).update(**{name: F(name) + value for name, value in added.items()})
+    for name, value in added.items():  # the caller's copy, read under the same lock, stays true
+        setattr(job, name, getattr(job, name) + value)
 
 
 def _metadata_failure(error: OSError) -> str:
@@ -255,8 +275,10 @@ def job_stop(*, job: Job, user=None) -> Job:
         return job
     job.stop_requested_at = timezone.now()
     save_as(job, user)
-    for entry in job.configurations.filter(state=SiteState.QUEUED).select_for_update():
-        _end_entry(job, entry, stop_reason=StopReason.OPERATOR)
+    ended = list(job.configurations.filter(state=SiteState.QUEUED).select_for_update())
+    for entry in ended:
+        _end_entry(job, entry, stop_reason=StopReason.OPERATOR, count=False)
+    _count_ended(job, ended)
     if not job.configurations.filter(state=SiteState.RUNNING).exists():
         if job.status == JobStatus.SUBMITTED:
             job = job_transition(job=job, status=JobStatus.STARTED, user=user)
@@ -285,12 +307,14 @@ def jobs_fail_stalled(*, now=None) -> list[Job]:
             if JobConfiguration.objects.filter(job__queue=job.queue, progress_at__gte=cutoff).exists():
                 continue
             minutes = settings.HARVEST_STALL_SECONDS // 60
-            for entry in job.configurations.exclude(state=SiteState.ENDED).select_for_update():
+            ended = list(job.configurations.exclude(state=SiteState.ENDED).select_for_update())
+            for entry in ended:
                 entry.error = _("Stopped by the watchdog: no progress for %(minutes)d minutes.") % {
                     "minutes": minutes
                 }
                 entry.report = {**(entry.report or {}), "error_code": JobFailure.STALLED.value}
-                _end_entry(job, entry, stop_reason=StopReason.FAILED)
+                _end_entry(job, entry, stop_reason=StopReason.FAILED, count=False)
+            _count_ended(job, ended)
             job_transition(
                 job=job,
                 status=JobStatus.FAILED,

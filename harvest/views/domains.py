@@ -8,6 +8,7 @@ never deleted: no page here offers it.
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
+from django.db.models.functions import Lower
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
@@ -48,8 +49,27 @@ from webarchive.views import (
 )
 
 SHOWN_HARVESTS = 100  # rows of a domain's harvest history; the count says how many in all
+COUNT_LIMIT = 10_000  # domains counted by a search at most (the pages go as far)
 
 # Domains ---------------------------------------------------------------------------------------
+
+
+class DomainPaginator(Paginator):
+    """Pages of domains for searches over millions of them: counted up to COUNT_LIMIT + 1 only (the
+    page says "more than …"), and, when that count is small, read in an order no index gives
+    (lower(name), the same as name's: names are stored in lower case) so that PostgreSQL finds the
+    few matches through the search's index and sorts them, instead of walking the whole name
+    index in order hoping to meet them early."""
+
+    @cached_property
+    def count(self) -> int:
+        return self.object_list[: COUNT_LIMIT + 1].count()
+
+    def page(self, number):
+        number = self.validate_number(number)
+        if self.count <= COUNT_LIMIT:
+            self.object_list = self.object_list.order_by(Lower("name"))
+        return super().page(number)
 
 
 class DomainListView(PermittedActionsMixin, ObjectListView):
@@ -57,8 +77,15 @@ class DomainListView(PermittedActionsMixin, ObjectListView):
     queryset = Domain.objects.select_related("alias_of")
     filterset_class = DomainFilterSet
     table_class = DomainTable
+    paginator_class = DomainPaginator
     actions = (ADD,)
     template_name = "harvest/domain_list.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        context["count_limit"] = COUNT_LIMIT
+        context["count_bounded"] = context["result_count"] > COUNT_LIMIT
+        return context
 
 
 class DomainDetailView(PermittedActionsMixin, ObjectDetailView):

@@ -23,7 +23,7 @@ from harvest.choices import JobStatus
 from harvest.filtersets import JobFilterSet, SiteCrawlFilterSet
 from harvest.models import ExternalLink, Job
 from harvest.monitoring import explain_job_failure, explain_sites
-from harvest.selectors import crawl_log_path, job_sites, job_totals, site_totals
+from harvest.selectors import crawl_log_path, job_sites, job_sites_page, job_totals, jobs_with_totals
 from harvest.services.crawls import job_stop
 from harvest.services.jobs import JOB_TRANSITIONS, job_resubmit
 from harvest.tables import JobTable
@@ -46,7 +46,11 @@ SHOWN_DOMAINS = 1000  # domains offered to the crawl log search
 SHOWN_WARC_FILES = 200
 SHOWN_EXTERNAL_LINKS = 50
 ACTIVE = (JobStatus.SUBMITTED, JobStatus.STARTED)  # the statuses whose progress is polled
-SITE_QUERY = ("state", "domain", "stop_reason", "sites_page")  # what the sites fragment is about
+SITE_CURSORS = (
+    "sites_after",
+    "sites_before",
+)  # the keys of a page of sites (harvest.selectors.job_sites_page)
+SITE_QUERY = ("state", "domain", "stop_reason", *SITE_CURSORS)  # what the sites fragment is about
 
 
 @dataclass(frozen=True)
@@ -102,14 +106,13 @@ class RunningJobsView(PermittedActionsMixin, ObjectListView):
     """
 
     area = Area.PLANNING
+    # The totals are not annotated here (a sum over every site crawl of every active job): each job
+    # of the page gets them from its counters and its running sites (harvest.selectors.jobs_with_totals).
     queryset = (
         Job.objects.filter(status__in=ACTIVE)
         .select_related("harvest_definition")
         .defer("template_settings", "crawler_traps")
-        .annotate(
-            **site_totals("configurations__"),
-            status_rank=Case(When(status=JobStatus.STARTED, then=Value(0)), default=Value(1)),
-        )
+        .annotate(status_rank=Case(When(status=JobStatus.STARTED, then=Value(0)), default=Value(1)))
         .order_by("status_rank", "pk")
     )
     template_name = "harvest/job_running.html"
@@ -120,7 +123,8 @@ class RunningJobsView(PermittedActionsMixin, ObjectListView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        for job in context["object_list"]:  # annotated with site_totals("configurations__")
+        context["object_list"] = jobs_with_totals(context["object_list"])
+        for job in context["object_list"]:
             job.url_bar = url_bar(job.urls_done, job.urls_queued)
             job.site_bar = Bar(job.sites_ended, job.sites_total)
             job.available = job_actions(job, context["permitted"])
@@ -197,8 +201,14 @@ class JobDetailView(PermittedActionsMixin, ObjectDetailView):
         filterset = SiteCrawlFilterSet(request.GET, queryset=job_sites(job), request=request)
         add_bootstrap_classes(filterset.form, small=True)
         sites = filterset.qs if filterset.is_valid() else job_sites(job).none()
-        page = Paginator(sites, SITES_PER_PAGE).get_page(request.GET.get("sites_page"))
-        for entry, explanation in zip(page, explain_sites(list(page)), strict=True):
+        # By keyset, not by page number: no count and no offset over the job's thousands of sites.
+        page = job_sites_page(
+            sites,
+            after=request.GET.get("sites_after", ""),
+            before=request.GET.get("sites_before", ""),
+            size=SITES_PER_PAGE,
+        )
+        for entry, explanation in zip(page.sites, explain_sites(page.sites), strict=True):
             entry.bar = url_bar(entry.urls_done, entry.urls_queued)
             entry.explanation = explanation  # why it failed or was cut short, in plain words
         query = [(key, value) for key in SITE_QUERY for value in request.GET.getlist(key)]
@@ -206,7 +216,8 @@ class JobDetailView(PermittedActionsMixin, ObjectDetailView):
             "totals": totals,
             "site_filter": filterset,
             "site_page": page,
-            "site_query": urlencode([(k, v) for k, v in query if k != "sites_page"]),
+            "site_paged": any(key in request.GET for key in SITE_CURSORS),
+            "site_query": urlencode([(k, v) for k, v in query if k not in SITE_CURSORS]),
             "poll_url": f"{request.path}?{urlencode(query)}" if query else request.path,
             "live": job.status in ACTIVE,
             "available": job_actions(job, allowed),
@@ -215,10 +226,11 @@ class JobDetailView(PermittedActionsMixin, ObjectDetailView):
     def crawl_log_context(self) -> dict:
         """The crawl log search: the job's domains to choose from and, when asked, the lines found."""
         job, query = self.object, self.request.GET
+        # The names to choose from, for a job of at most SHOWN_DOMAINS sites only: sorting a large
+        # job's names joins thousands of domains on every view; its engineers type the name instead.
+        names = job.configurations.order_by("domain__name").values_list("domain__name", flat=True)
         context = {
-            "log_domains": job.configurations.order_by("domain__name").values_list("domain__name", flat=True)[
-                :SHOWN_DOMAINS
-            ],
+            "log_domains": names if job.domain_count <= SHOWN_DOMAINS else names.none(),
             "log_domain": query.get("log_domain", "").strip().lower(),
             "log_pattern": query.get("log_pattern", ""),
             "log_searched": "log_domain" in query or "log_pattern" in query,

@@ -13,6 +13,7 @@ from django.views.generic import TemplateView
 
 from harvest import hooks, monitoring
 from harvest.models import Job
+from harvest.selectors import jobs_with_totals
 from harvest.views.jobs import RunningJobsView, url_bar
 from webarchive.permissions import VIEW, Area
 from webarchive.tasks import enqueue
@@ -34,7 +35,7 @@ class MonitoringView(AreaRequiredMixin, TemplateView):
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
-        running = list(RunningJobsView.queryset[:RUNNING_SHOWN])
+        running = jobs_with_totals(RunningJobsView.queryset[:RUNNING_SHOWN])
         for job in running:
             job.url_bar = url_bar(job.urls_done, job.urls_queued)
         broker = monitoring.broker_view()
