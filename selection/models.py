@@ -331,7 +331,13 @@ class Record(models.Model):
                 violation_error_message=_("A rejected record needs a reason."),
             ),
         ]
-        indexes = [models.Index(fields=["status", "collection"]), models.Index(fields=["url_key"])]
+        indexes = [
+            models.Index(fields=["status", "collection"]),
+            models.Index(fields=["url_key"]),
+            # The lists' order (the newest change first): a page of them is read off the index, not
+            # sorted out of every record.
+            models.Index(fields=["-modified_at", "-id"], name="selection_record_recent_first"),
+        ]
 
     def __str__(self):
         return self.url
