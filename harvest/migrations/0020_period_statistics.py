@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("harvest", "0019_job_progress"),
+        ("harvest", "0018_broker_snapshot"),
     ]
 
     operations = [

@@ -137,7 +137,7 @@ def test_the_data_migration_fills_the_counters_of_existing_jobs(job):
     expected = {job.pk: summed(job)}
     Job.objects.update(**dict.fromkeys(ENDED_COUNTERS, 0))  # as the jobs were before the migration
 
-    migration = importlib.import_module("harvest.migrations.0019_job_progress")
+    migration = importlib.import_module("harvest.migrations.0021_job_progress")
     migration.fill_counters(apps, connection.schema_editor())
 
     for pk, totals in expected.items():

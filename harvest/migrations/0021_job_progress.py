@@ -49,7 +49,7 @@ def drop_name_trigram_index(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("harvest", "0018_broker_snapshot"),
+        ("harvest", "0020_period_statistics"),
     ]
 
     operations = [
