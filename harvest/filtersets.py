@@ -46,7 +46,7 @@ class DomainFilterSet(FilterSet):
     def search(self, queryset, name, value):
         # Names are stored in lower case. On PostgreSQL a pattern that starts with its text (exam*)
         # is found through the name's prefix (pattern) index; any other (*.fr, part of a name) through
-        # the trigram index on lower(name) (migration harvest 0019), hence Lower(): the same names,
+        # the trigram index on lower(name) (migration harvest 0021), hence Lower(): the same names,
         # and the planner never takes the trigram index for a prefix.
         value = value.strip().lower()
         if "*" not in value:
