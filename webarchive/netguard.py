@@ -299,14 +299,94 @@ def is_ip_literal(host: str) -> bool:
     return True
 
 
+# Nameservers this process asks instead of the system's resolver (use_nameservers), or None.
+_dns_resolver = None
+DNS_CACHE_SIZE = 100_000  # answers kept by the process's own resolver (for their TTL)
+DNS_DEFAULT_LIFETIME = 10.0  # seconds for a lookup given no time limit
+
+
+def use_nameservers(nameservers: Iterable[str]) -> None:
+    """Resolve names through these DNS servers (``address`` or ``address:port``, ``[v6]:port``)
+    instead of the system's resolver, in this whole process; none goes back to the system's.
+
+    A crawl worker given its own caching resolver (``HARVEST_DNS_SERVERS``) asks it directly, with
+    a time limit per lookup and no thread per lookup, as broad crawlers do. Raises ``ValueError``
+    for a server that is not an IP address and port.
+    """
+    global _dns_resolver
+    servers = [_nameserver(entry.strip()) for entry in nameservers if entry.strip()]
+    if not servers:
+        _dns_resolver = None
+        return
+    import dns.nameserver
+    import dns.resolver
+
+    resolver = dns.resolver.Resolver(configure=False)
+    resolver.nameservers = [dns.nameserver.Do53Nameserver(address, port) for address, port in servers]
+    resolver.cache = dns.resolver.LRUCache(DNS_CACHE_SIZE)
+    _dns_resolver = resolver
+
+
+def _nameserver(entry: str) -> tuple[str, int]:
+    address, port = entry, 53
+    if entry.startswith("["):
+        address, _, rest = entry[1:].partition("]")
+        if rest:
+            if not rest.startswith(":"):
+                raise ValueError(f"not a nameserver address: {entry!r}")
+            port = _port(entry, rest[1:])
+    elif entry.count(":") == 1:
+        address, _, text = entry.partition(":")
+        port = _port(entry, text)
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        raise ValueError(f"a nameserver is an IP address (and :port), not {entry!r}") from None
+    return address, port
+
+
+def _port(entry: str, text: str) -> int:
+    if not text.isdigit() or not 0 < int(text) < 65536:
+        raise ValueError(f"not a port in the nameserver {entry!r}")
+    return int(text)
+
+
+def _query(resolver, host: str, timeout: float | None) -> list[str]:
+    """IPv4 then IPv6 addresses of ``host`` from the configured nameservers."""
+    import dns.exception
+    import dns.resolver
+
+    addresses: list[str] = []
+    lifetime = timeout if timeout is not None else DNS_DEFAULT_LIFETIME
+    for rdtype in ("A", "AAAA"):
+        try:
+            answer = resolver.resolve(host, rdtype, search=False, lifetime=lifetime)
+        except (dns.resolver.NXDOMAIN, dns.resolver.NoAnswer):
+            continue
+        except dns.exception.Timeout as error:
+            raise ResolutionTimeout(f"no DNS answer for {host} within {lifetime:g} s") from error
+        except (dns.resolver.NoNameservers, dns.exception.DNSException) as error:
+            raise socket.gaierror(socket.EAI_AGAIN, f"{host}: {error}") from error
+        addresses.extend(record.address for record in answer if record.address not in addresses)
+    if not addresses:
+        raise socket.gaierror(socket.EAI_NONAME, f"{host} does not resolve")
+    return addresses
+
+
 def resolve(host: str, port: int, *, timeout: float | None = None) -> list[str]:
     """The addresses ``host`` resolves to for a TCP connection, in the resolver's order.
 
     Raises ``socket.gaierror`` when the name does not resolve, and
     :class:`ResolutionTimeout` when ``timeout`` (seconds) passes first: the
     system resolver has no time limit of its own, so the lookup then runs in a
-    daemon thread that is abandoned.
+    daemon thread that is abandoned. With nameservers of its own (:func:`use_nameservers`)
+    the process asks them directly instead.
     """
+    resolver = _dns_resolver
+    if resolver is not None:
+        if is_ip_literal(host):
+            return [str(parse_address(host))]
+        return _query(resolver, host, timeout)
     if timeout is None:
         return _getaddrinfo(host, port)
     outcome: dict[str, object] = {}

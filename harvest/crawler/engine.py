@@ -7,7 +7,16 @@ polite site crawls going, each one connection to its host, and the threads
 are busy as long as some site is due (the delay of a site is measured from
 the end of its last fetch).
 
-Used by the Celery site-crawl task (``harvest.tasks``) through the process's
+Politeness across sites: each site keeps its own delay between its requests
+(the template's), and the engine keeps ``ip_interval`` seconds between the
+starts of two requests to one IP address, whichever sites they come from, so
+that the thousand domains of one shared host are not crawled at a thousand
+times the rate a site is allowed. A site's address is its first seed's host,
+resolved by a fetch thread before its first step (and again after
+``ADDRESS_TTL`` seconds); a site due while its address is busy waits until
+the address is free, in the same heap.
+
+Used by the crawl worker (``harvest.consumer``) through the process's
 shared engine, and directly by ``manage.py crawl`` and the benchmarks.
 """
 
@@ -18,13 +27,37 @@ import itertools
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from harvest.crawler import defaults
 from harvest.crawler.outcomes import OPERATOR, TIME_LIMIT
 from harvest.crawler.site import SiteCrawl
+from webarchive import netguard
 
 logger = logging.getLogger(__name__)
+
+ADDRESS_TTL = 600.0  # seconds a site's address is trusted before it is resolved again
+ADDRESSES_KEPT = 50_000  # next-free times of addresses kept (older ones are forgotten first)
+_UNRESOLVED = ""
+
+
+def site_address(crawl: SiteCrawl, *, timeout: float = defaults.CONNECT_TIMEOUT) -> str | None:
+    """The IP address of a site's first seed host, as its connections will find it; None if it has none."""
+    seeds = crawl.settings.seeds
+    if not seeds:
+        return None
+    parts = urlsplit(seeds[0])
+    host = parts.hostname
+    if not host:
+        return None
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        addresses = netguard.resolve(host, port, timeout=timeout)
+    except (OSError, ValueError, UnicodeError):
+        return None  # the site's own fetch will fail and say why
+    return addresses[0] if addresses else None
 
 
 @dataclass(order=True)
@@ -44,6 +77,9 @@ class SiteHandle:
         self.turn = 0  # heap entries of an older turn are stale (the site was woken early)
         self.running = False  # a fetch thread is in its step: never two at once
         self.woken = False  # woken during its step: due again at once after it
+        self.stopping = False  # a stop was asked: it ends at its next step, whatever its address
+        self.address: str | None = _UNRESOLVED  # the IP address its politeness is counted on
+        self.resolved_at = 0.0
         self._done = threading.Event()
 
     @property
@@ -57,6 +93,7 @@ class SiteHandle:
     def stop(self, reason: str) -> None:
         """End the crawl at its next step, at once if it is waiting out a delay."""
         self.crawl.request_stop(reason)
+        self.stopping = True
         self.engine._wake(self)
 
     def stop_if_overdue(self) -> None:
@@ -69,11 +106,28 @@ class SiteHandle:
 
 
 class CrawlEngine:
-    """A pool of fetch threads serving the site crawls that are due, soonest first."""
+    """A pool of fetch threads serving the site crawls that are due, soonest first.
 
-    def __init__(self, *, threads: int = defaults.FETCH_THREADS, name: str = "crawl"):
+    ``ip_interval``: the least time (s) between the starts of two requests to one IP address
+    (0: sites are polite each on their own only). ``address_of(crawl)`` gives a site's address
+    (default :func:`site_address`).
+    """
+
+    def __init__(
+        self,
+        *,
+        threads: int = defaults.FETCH_THREADS,
+        name: str = "crawl",
+        ip_interval: float = 0.0,
+        address_of: Callable[[SiteCrawl], str | None] | None = None,
+    ):
+        if ip_interval < 0:
+            raise ValueError("ip_interval cannot be negative")
         self.threads = threads
         self.name = name
+        self.ip_interval = ip_interval
+        self.address_of = address_of or site_address
+        self._ip_free: dict[str, float] = {}  # address -> when its next request may start
         self._heap: list[_Due] = []
         self._order = itertools.count()
         self._ready = threading.Condition()
@@ -121,6 +175,43 @@ class CrawlEngine:
             heapq.heappush(self._heap, _Due(time.monotonic(), next(self._order), handle.turn, handle))
             self._ready.notify()
 
+    def _address_busy(self, handle: SiteHandle, now: float) -> bool:
+        """Whether the site must wait for its address (then it is due again when the address is
+        free); otherwise the address is taken for ``ip_interval``. Under the lock."""
+        address = handle.address
+        if not self.ip_interval or not address:
+            return False
+        free = self._ip_free.get(address, 0.0)
+        if free > now and not handle.stopping:
+            heapq.heappush(self._heap, _Due(free, next(self._order), handle.turn, handle))
+            return True
+        if len(self._ip_free) >= ADDRESSES_KEPT:
+            self._ip_free = {key: at for key, at in self._ip_free.items() if at > now}
+        self._ip_free[address] = max(free, now) + self.ip_interval
+        return False
+
+    def _resolve(self, handle: SiteHandle) -> bool:
+        """Before a site's first step (and when its address is old): find its address, then put it
+        back among the due sites so that the address's turn is respected. True if it was put back."""
+        if not self.ip_interval:
+            return False
+        now = time.monotonic()
+        if handle.address != _UNRESOLVED and now - handle.resolved_at < ADDRESS_TTL:
+            return False
+        try:
+            address = self.address_of(handle.crawl)
+        except Exception:  # a resolver fault must not cost the site: it goes on, polite on its own
+            logger.exception("no address for the site %s", handle.crawl.site)
+            address = None
+        with self._ready:
+            handle.address, handle.resolved_at = address or None, time.monotonic()
+            handle.running = False
+            if handle.woken:
+                handle.woken = False
+            heapq.heappush(self._heap, _Due(time.monotonic(), next(self._order), handle.turn, handle))
+            self._ready.notify()
+        return True
+
     def _next_due(self) -> SiteHandle | None:
         with self._ready:
             while True:
@@ -131,12 +222,16 @@ class CrawlEngine:
                     if due.turn != due.handle.turn:  # superseded by an earlier wake-up
                         heapq.heappop(self._heap)
                         continue
-                    wait = due.at - time.monotonic()
+                    now = time.monotonic()
+                    wait = due.at - now
                     if wait <= 0:
                         heapq.heappop(self._heap)
-                        due.handle.turn += 1  # any other entry of this site is now stale
-                        due.handle.running = True
-                        return due.handle
+                        handle = due.handle
+                        if self._address_busy(handle, now):
+                            continue
+                        handle.turn += 1  # any other entry of this site is now stale
+                        handle.running = True
+                        return handle
                     self._ready.wait(wait)
                 else:
                     self._ready.wait(1.0)
@@ -147,6 +242,8 @@ class CrawlEngine:
             if handle is None:
                 return
             crawl = handle.crawl
+            if self._resolve(handle):
+                continue
             try:
                 delay = crawl.step()
             except Exception as error:  # a crawler bug ends this site, never the thread or the others
@@ -169,13 +266,21 @@ class CrawlEngine:
                     self._ready.notify()
 
 
-def run_sites(crawls: list[SiteCrawl], *, threads: int = 8, on_progress=None, interval: float = 2.0) -> None:
+def run_sites(
+    crawls: list[SiteCrawl],
+    *,
+    threads: int = 8,
+    on_progress=None,
+    interval: float = 2.0,
+    ip_interval: float = 0.0,
+    address_of: Callable[[SiteCrawl], str | None] | None = None,
+) -> None:
     """Crawl ``crawls`` to the end on a private engine (``manage.py crawl``, benchmarks, tests).
 
     Interrupted (Ctrl-C), it stops every site, the fetches under way included, and waits for them
     to end before the interruption goes on up.
     """
-    engine = CrawlEngine(threads=threads)
+    engine = CrawlEngine(threads=threads, ip_interval=ip_interval, address_of=address_of)
     handles = [engine.submit(crawl) for crawl in crawls]
     try:
         for handle in handles:
