@@ -1,10 +1,12 @@
 """One site crawl: the frontier, the scope, robots.txt and politeness of one website, one URL per step.
 
 A :class:`SiteCrawl` does no waiting of its own. Each call of :meth:`step`
-fetches one URL (robots.txt first, for a host not seen yet), writes it to the
-WARC file, logs it, queues the links found, and says when the site may be
-asked again: the politeness delay is served by the engine
-(``engine.CrawlEngine``), which meanwhile uses the thread for other sites.
+fetches one URL (robots.txt first, for a host not seen yet), queues the links
+found, hands the exchange to the WARC writer and the line to the crawl log,
+and says when the site may be asked again: the politeness delay is served by
+the engine (``engine.CrawlEngine``), which meanwhile uses the thread for other
+sites. The writer's thread writes the records and the log lines in the order
+handed while the next request goes out; the crawl ends once they are written.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ from harvest.crawler.scope import Scope
 from harvest.crawler.tab import ALL_BEHAVIOURS, BrowserAnswer
 from harvest.crawler.traps import TrapGuard
 from harvest.crawler.urls import canonicalize, fingerprint, host_of
+from harvest.crawler.warc import Writes
 
 logger = logging.getLogger(__name__)
 
@@ -161,6 +164,10 @@ class SiteCrawl:
         self.writer = writer  # a warc.WarcWriter, or None to fetch without keeping anything (tests)
         self.crawl_log = crawl_log  # a crawllog.CrawlLog, or None
         self.dedup = dedup if writer is not None else None  # earlier captures: revisits, conditional requests
+        # Records (and log lines) written by the writer's thread, unless a revisit needs the capture
+        # before it written (dedup) or a browser the body after it (rendering): then in the step.
+        self._hands_off = writer is not None and self.dedup is None and self.browsers is None
+        self._writes = Writes()  # what this crawl handed to the writer's thread
         self.scope = Scope(
             seeds=[],
             policy=settings.depth_policy,
@@ -249,6 +256,7 @@ class SiteCrawl:
 
     def step(self) -> float | None:
         """Fetch one URL. Returns the delay (s) before the next step, or None when the crawl has ended."""
+        self._writes.check()  # a record handed earlier could not be written: the crawl fails (fail())
         reason = self._stop_reason()
         if reason:
             self._finish(reason)
@@ -275,6 +283,7 @@ class SiteCrawl:
         previous, stored = self._previous_capture(candidate.url)
         exchange = self._fetch(candidate.url, conditional_headers(stored) if stored is not None else None)
         busy = exchange.duration  # the politeness delay follows from the time the site took to answer
+        handed = False
         try:
             if stored is not None and exchange.error is None and exchange.status == 304:
                 # as deep as the first time: the stored page's links
@@ -284,11 +293,12 @@ class SiteCrawl:
                     busy += self._render(candidate, stored)
             else:
                 notes = self._queue_links(candidate, exchange) if exchange.error is None else []
-                self._store(candidate, exchange, notes, stored=stored)
-                if wants_render(self, candidate, exchange):
+                handed = self._store(candidate, exchange, notes, stored=stored)
+                if not handed and wants_render(self, candidate, exchange):
                     busy += self._render(candidate, exchange)
         finally:
-            exchange.close()
+            if not handed:
+                exchange.close()
             if stored is not None:
                 stored.close()
         return self._delay(candidate.url, busy)
@@ -517,17 +527,19 @@ class SiteCrawl:
 
     def _fetch_robots(self, robots_url: str, *, via: str) -> float:
         exchange = self._fetch(robots_url)
+        handed = False
         try:
             status = exchange.status if exchange.error is None else None
             entry = self.robots.record(robots_url, status=status, body=exchange.decoded_body(1024 * 1024))
-            self._store(Candidate(robots_url, "P", via, False), exchange, annotations=[entry.note])
+            handed = self._store(Candidate(robots_url, "P", via, False), exchange, annotations=[entry.note])
             if self.settings.extract_sitemaps and host_of(robots_url) in self.seed_hosts:
                 for sitemap in entry.sitemaps:
                     canonical = canonicalize(sitemap)
                     if canonical is not None:
                         self.frontier.add_component(Candidate(canonical, "P", robots_url, True))
         finally:
-            exchange.close()
+            if not handed:
+                exchange.close()
         return self._delay(robots_url, exchange.duration)
 
     def _store(
@@ -537,17 +549,24 @@ class SiteCrawl:
         annotations: list[str] | None = None,
         *,
         stored: Exchange | None = None,
-    ) -> None:
+    ) -> bool:
+        """Store and log an exchange; True if it was handed to the writer (which closes it, once stored)."""
         notes = list(annotations or [])
         if exchange.error is not None:
             code = exchange.error_code or FetchError.OTHER
             notes.append(error_annotation(code, exchange.error))
             self._log_no_answer(candidate, ERROR_STATUS[code], notes)
-            return
+            return False
         if exchange.truncated:
             notes.append(f"truncated:{exchange.truncated}")
         saved = None
-        if self.writer is not None:
+        handed = False
+        if self._hands_off:
+            self.writer.submit_exchange(
+                exchange, writes=self._writes, digest_algorithm=self.session.digest_algorithm
+            )
+            handed = True
+        elif self.writer is not None:
             original = self._original_of(exchange, stored, notes)
             if original is not None:
                 self.writer.write_revisit(exchange, profile=IDENTICAL_PAYLOAD, original=original)
@@ -567,6 +586,7 @@ class SiteCrawl:
             digest=exchange.payload_digest,
             annotations=notes,
         )
+        return handed
 
     # -- deduplication -----------------------------------------------------------------------
 
@@ -688,6 +708,12 @@ class SiteCrawl:
     def _log(self, candidate: Candidate, **fields) -> None:
         if self.crawl_log is None:
             return
+        if self._hands_off:  # after the records handed before it, by the writer's thread
+            self.writer.submit_call(self._writes, lambda: self._write_log(candidate, fields))
+        else:
+            self._write_log(candidate, fields)
+
+    def _write_log(self, candidate: Candidate, fields: dict) -> None:
         self.crawl_log.write(
             log_line(
                 url=candidate.url, hop_path=candidate.hop_path, via=candidate.via, site=self.site, **fields
@@ -718,6 +744,13 @@ class SiteCrawl:
         return ""
 
     def _finish(self, reason: str) -> None:
+        # Ended once its records and log lines are written: whoever waits for the end reads them.
+        self._writes.wait()
+        if self._writes.error is not None and not self.broken:
+            error = self._writes.error
+            self.error_code, self.error = CrawlError.BROKEN, f"{type(error).__name__}: {error}"
+            self.broken = True
+            reason = FAILED
         with self._lock:
             self.stop_reason = reason
             self.current_url = ""
