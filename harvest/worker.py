@@ -36,6 +36,7 @@ from harvest.models import ExternalLink
 from harvest.selectors import crawl_log_path
 from harvest.services.crawls import site_crawl_begin, site_crawl_end, site_crawl_progress
 from harvest.validators import trap_list
+from webarchive import netguard
 from webarchive.addresses import address_policy
 
 logger = logging.getLogger(__name__)
@@ -49,11 +50,13 @@ _jobs_lock = threading.Lock()
 
 
 def engine() -> CrawlEngine:
-    """This process's crawl engine, started on first use."""
+    """This process's crawl engine, started on first use (and its nameservers, if it has its own)."""
     global _engine
     with _engine_lock:
         if _engine is None:
+            netguard.use_nameservers(settings.HARVEST_DNS_SERVERS)
             _engine = CrawlEngine(threads=settings.HARVEST_CRAWL_THREADS, name="crawl")
+        _engine.ip_interval = settings.HARVEST_IP_MIN_INTERVAL  # read again: a test may change it
         return _engine
 
 
@@ -270,42 +273,63 @@ def trap_limits() -> dict:
     }
 
 
-def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
-    """Crawl one domain configuration of a job to its end; returns what happened, for the task's log."""
+@dataclass
+class RunningSite:
+    """A site crawl of this process, from its start to its end (what the watcher needs of it)."""
+
+    entry_id: int
+    job_id: int
+    crawl: SiteCrawl
+    handle: object  # the engine's SiteHandle
+    files: _JobFiles
+    dedup: object | None  # a dedup index whose database questions some thread must answer
+
+
+def site_crawl_start(entry_id: int, *, redelivered: bool = False, worker: str = "") -> RunningSite | None:
+    """Mark a site crawl running and hand it to this process's engine; None if there is nothing to
+    do (ended already, running elsewhere, its job stopped). Returns at once: the engine crawls."""
     _recover_once()
-    worker = f"{socket.gethostname()}:{threading.get_native_id()}"
+    worker = worker or f"{socket.gethostname()}:{threading.get_native_id()}"
     entry = site_crawl_begin(entry_id=entry_id, worker=worker, redelivered=redelivered)
     if entry is None:
-        return "nothing to do"
+        return None
     job = entry.job
     template = job.template_settings or {}
     files = _acquire(job)
-    policy = template.get("dedup", DedupPolicy.OFF)
-    dedup = None
-    if policy != DedupPolicy.OFF:
-        dedup = hooks.dedup_index.call(
-            policy=policy, harvest_definition_id=job.harvest_definition_id, memory=files.written
-        )
-    site = site_settings(entry, job)
-    crawl = SiteCrawl(
-        site,
-        session=fetcher(template.get("digest_algorithm", defaults.DIGEST_ALGORITHM)).session(),
-        writer=files.writer,
-        crawl_log=files.crawl_log,
-        dedup=dedup,
-        browsers=browsers() if site.render != RENDER_OFF else None,
-    )
     try:
+        policy = template.get("dedup", DedupPolicy.OFF)
+        dedup = None
+        if policy != DedupPolicy.OFF:
+            dedup = hooks.dedup_index.call(
+                policy=policy, harvest_definition_id=job.harvest_definition_id, memory=files.written
+            )
+        site = site_settings(entry, job)
+        crawl = SiteCrawl(
+            site,
+            session=fetcher(template.get("digest_algorithm", defaults.DIGEST_ALGORITHM)).session(),
+            writer=files.writer,
+            crawl_log=files.crawl_log,
+            dedup=dedup,
+            browsers=browsers() if site.render != RENDER_OFF else None,
+        )
         handle = engine().submit(crawl)
-        while not _wait(handle, settings.HARVEST_PROGRESS_INTERVAL, dedup):
-            handle.stop_if_overdue()
-            if site_crawl_progress(entry_id=entry_id, job_id=job.pk, progress=crawl.progress()):
-                handle.stop(OPERATOR)
-            files.register_closed()
-    finally:
+    except BaseException:
         _release(files)
+        raise
+    return RunningSite(entry_id, job.pk, crawl, handle, files, dedup)
+
+
+def release_site(site: RunningSite) -> None:
+    """A site let go unfinished (its worker stops): its share of the job's files is closed."""
+    _release(site.files)
+
+
+def site_crawl_finish(site: RunningSite) -> str:
+    """After the engine has ended a site: close its share of the job's files, record its end."""
+    _release(site.files)
+    crawl = site.crawl
     site_crawl_end(
-        entry_id=entry_id,
+        entry_id=site.entry_id,
         stop_reason=crawl.stop_reason,
         progress=crawl.progress(),
         report=crawl.report(),
@@ -313,6 +337,26 @@ def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
         broken=crawl.broken,
     )
     return f"{crawl.site}: {crawl.stop_reason}, {crawl.urls_done} URLs, {crawl.bytes} bytes"
+
+
+def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
+    """Crawl one domain configuration of a job to its end in this thread, watching it meanwhile;
+    returns what happened, for the task's log (``harvest.crawl_site`` run by a task pool; a crawl
+    worker's consumer (harvest.consumer) watches all its sites from one thread instead)."""
+    site = site_crawl_start(entry_id, redelivered=redelivered)
+    if site is None:
+        return "nothing to do"
+    handle, crawl = site.handle, site.crawl
+    try:
+        while not _wait(handle, settings.HARVEST_PROGRESS_INTERVAL, site.dedup):
+            handle.stop_if_overdue()
+            if site_crawl_progress(entry_id=entry_id, job_id=site.job_id, progress=crawl.progress()):
+                handle.stop(OPERATOR)
+            site.files.register_closed()
+    except BaseException:
+        _release(site.files)
+        raise
+    return site_crawl_finish(site)
 
 
 def _wait(handle, seconds: float, dedup) -> bool:

@@ -115,19 +115,71 @@ def _alive(entry: JobConfiguration) -> bool:
 
 def site_crawl_progress(*, entry_id: int, job_id: int, progress) -> bool:
     """Store a running site's progress; True when the site should stop (operator, or its job has ended)."""
-    JobConfiguration.objects.filter(pk=entry_id, state=SiteState.RUNNING).update(
-        urls_done=progress.urls_done,
-        urls_queued=progress.urls_queued,
-        bytes_done=progress.bytes,
-        error_count=progress.errors,
-        duplicates=progress.duplicates,
-        duplicate_bytes=progress.duplicate_bytes,
-        rate=progress.rate,
-        current_url=progress.current_url[:2000],
-        progress_at=timezone.now(),
+    return entry_id in site_crawls_progress([(entry_id, job_id, progress)])
+
+
+PROGRESS_BATCH = 500  # sites written per statement
+
+
+def site_crawls_progress(reports) -> set[int]:
+    """Store the progress of many running sites at once (``(entry_id, job_id, progress)`` each) in a
+    few statements; returns the entries that should stop (operator, or their job has ended).
+
+    A crawl worker holding thousands of sites reports them all every HARVEST_PROGRESS_INTERVAL: one
+    UPDATE per batch of sites and one read of their jobs, not two statements per site. A site that
+    has ended meanwhile (its row is no longer running) is left as it is.
+    """
+    reports = list(reports)
+    if not reports:
+        return set()
+    now = timezone.now()
+    rows = [
+        JobConfiguration(
+            pk=entry_id,
+            urls_done=progress.urls_done,
+            urls_queued=progress.urls_queued,
+            bytes_done=progress.bytes,
+            error_count=progress.errors,
+            duplicates=progress.duplicates,
+            duplicate_bytes=progress.duplicate_bytes,
+            rate=progress.rate,
+            current_url=progress.current_url[:2000],
+            progress_at=now,
+        )
+        for entry_id, _job_id, progress in reports
+    ]
+    JobConfiguration.objects.filter(state=SiteState.RUNNING).bulk_update(
+        rows, PROGRESS_FIELDS, batch_size=PROGRESS_BATCH
     )
-    status, stop_requested_at = Job.objects.values_list("status", "stop_requested_at").get(pk=job_id)
-    return stop_requested_at is not None or status != JobStatus.STARTED
+    stopping = {
+        pk
+        for pk, status, stop_requested_at in Job.objects.filter(pk__in={job_id for _e, job_id, _p in reports})
+        .values_list("pk", "status", "stop_requested_at")
+        .iterator()
+        if stop_requested_at is not None or status != JobStatus.STARTED
+    }
+    return {entry_id for entry_id, job_id, _progress in reports if job_id in stopping}
+
+
+PROGRESS_FIELDS = [
+    "urls_done",
+    "urls_queued",
+    "bytes_done",
+    "error_count",
+    "duplicates",
+    "duplicate_bytes",
+    "rate",
+    "current_url",
+    "progress_at",
+]
+
+
+def site_crawls_abandon(entry_ids) -> int:
+    """Running sites this worker lets go unfinished (it is shutting down): their tasks go back to the
+    broker, and the next worker to receive one starts it over at once instead of taking it for alive."""
+    return JobConfiguration.objects.filter(pk__in=list(entry_ids), state=SiteState.RUNNING).update(
+        progress_at=None
+    )
 
 
 @transaction.atomic
