@@ -40,6 +40,9 @@ def _crawl_output_in_tmp(settings, tmp_path):
     settings.HARVEST_WARC_DIR = tmp_path / "warcs"
     settings.HARVEST_SPOOL_DIR = tmp_path / "spool"
     settings.VAR_DIR = tmp_path / "var"  # what is read from it at run time (the demo's storage nodes)
+    # Every test site is on 127.0.0.1: a pace per address would only slow the tests down (the tests
+    # of politeness across sites set their own, tests/crawler/test_politeness.py).
+    settings.HARVEST_IP_MIN_INTERVAL = 0.0
 
 
 @pytest.fixture(autouse=True)

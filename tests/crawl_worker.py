@@ -136,6 +136,7 @@ def crawl_worker(transactional_db, settings, tmp_path):
         "HARVEST_SPOOL_DIR": str(spool_dir),
         "HARVEST_PROGRESS_INTERVAL": "0.5",
         "HARVEST_CRAWL_THREADS": "4",
+        "HARVEST_IP_MIN_INTERVAL": "0",  # the test sites share 127.0.0.1
         "WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES": "1",
     }
     saved = (app.conf.broker_url, app.conf.broker_transport_options)

@@ -125,9 +125,20 @@ HARVEST_WARC_MAX_SIZE = env.int("HARVEST_WARC_MAX_SIZE", default=1_000_000_000)
 # The crawler's name, with the page that tells webmasters who we are.
 HARVEST_CONTACT_URL = env("HARVEST_CONTACT_URL", default="http://127.0.0.1:8000/about/crawler/")
 HARVEST_USER_AGENT = env("HARVEST_USER_AGENT", default=f"webarchive-bot/1.0 (+{HARVEST_CONTACT_URL})")
-# Fetch threads shared by all the site crawls of one worker process, and the most site crawls one
-# worker process runs at once (its Celery concurrency; a waiting site holds no fetch thread).
+# Fetch threads shared by all the site crawls of one worker process (a waiting site holds none).
 HARVEST_CRAWL_THREADS = env.int("HARVEST_CRAWL_THREADS", default=crawler.FETCH_THREADS)
+# The most site crawls one crawl worker process holds at once (harvest.consumer: none holds a
+# thread; 0 runs each on a thread of the task pool instead), and the resident memory (MB) above
+# which it takes no new site until some have ended.
+HARVEST_SITES_PER_WORKER = env.int("HARVEST_SITES_PER_WORKER", default=1000)
+HARVEST_WORKER_MEMORY_MB = env.int("HARVEST_WORKER_MEMORY_MB", default=1024)
+# Politeness across sites: the least time (s) between the starts of two requests of one crawl
+# worker process to one IP address, whichever domains they are for (0: each site only keeps its
+# own delay). The domains of one shared host are crawled together at this pace.
+HARVEST_IP_MIN_INTERVAL = env.float("HARVEST_IP_MIN_INTERVAL", default=0.25)
+# Nameservers ("address" or "address:port", comma-separated) the crawl workers ask instead of the
+# system's resolver (a caching resolver of their own, as broad crawls use); empty: the system's.
+HARVEST_DNS_SERVERS = env.list("HARVEST_DNS_SERVERS", default=[])
 HARVEST_CONNECT_TIMEOUT = env.float("HARVEST_CONNECT_TIMEOUT", default=crawler.CONNECT_TIMEOUT)
 HARVEST_READ_TIMEOUT = env.float("HARVEST_READ_TIMEOUT", default=crawler.READ_TIMEOUT)
 HARVEST_MAX_RESPONSE_BYTES = env.int("HARVEST_MAX_RESPONSE_BYTES", default=crawler.MAX_RESPONSE_BYTES)
