@@ -1,9 +1,14 @@
 """The Celery application shared by the worker, beat and the web process."""
 
 import os
+import threading
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
+from django.db import connections
 from kombu import Queue
+
+from harvest import consumer as site_crawls
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "webarchive.settings")
 
@@ -15,3 +20,51 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 # "default", and the direct exchange would copy every task into all three.
 app.conf.task_queues = [Queue(name, routing_key=name) for name in ("default", "crawl-high", "crawl-low")]
 app.autodiscover_tasks()
+# A worker consuming the crawl queues holds its site crawls in a consumer step, thousands at once,
+# instead of a pool thread each (harvest.consumer).
+site_crawls.install(app)
+
+# Database connections in the workers, as Django handles them around a request (CONN_MAX_AGE and
+# CONN_HEALTH_CHECKS of the settings), below. Celery's Django fix-up closes every connection before
+# and after every task (since Celery 5.6, celery#9824: its use of CONN_MAX_AGE was reverted because
+# thread-pool workers piled up connections), unless CELERY_DB_REUSE_MAX: then it closes them every
+# that many tasks, in whichever thread crosses the count. Set out of reach, so that the handlers
+# below alone decide; the fix-up still closes what a forked child inherits from its parent.
+app.conf.CELERY_DB_REUSE_MAX = 2**62
+
+
+def _is_eager(task) -> bool:
+    """Run by task.apply() in the caller's thread: the caller's connection, the caller's business."""
+    return task is not None and bool(getattr(task.request, "is_eager", False))
+
+
+@task_prerun.connect(dispatch_uid="webarchive.connections_before_task")
+def connections_before_task(sender=None, **kwargs) -> None:
+    """Before a task, as at the start of a request: close the connections that are too old or broken;
+    those kept are checked again before their first use (CONN_HEALTH_CHECKS), so that a connection the
+    server dropped meanwhile is replaced instead of failing the task."""
+    if _is_eager(sender):
+        return
+    for connection in connections.all(initialized_only=True):
+        connection.close_if_unusable_or_obsolete()
+
+
+@task_postrun.connect(dispatch_uid="webarchive.connections_after_task")
+def connections_after_task(sender=None, **kwargs) -> None:
+    """After a task: a prefork child or a solo worker runs its tasks in its main thread and keeps its
+    connection for the next (one per process); a thread-pool worker (``--pool threads``) closes the
+    thread's connections.
+
+    A thread pool has up to --concurrency threads (100 for the crawl workers), each with a connection
+    of its own that would stay open, idle, between tasks: a hundred backends per crawl worker while
+    nothing runs. Closed here, a thread-pool worker holds one connection per running task, and its
+    tasks are site crawls of minutes, for which a new connection is nothing.
+    """
+    if _is_eager(sender):
+        return
+    keep = threading.current_thread() is threading.main_thread()
+    for connection in connections.all(initialized_only=True):
+        if keep:
+            connection.close_if_unusable_or_obsolete()
+        else:
+            connection.close()

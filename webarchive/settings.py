@@ -314,6 +314,25 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # full-text search's, a report's) and spends more time compiling than running it. Options given
     # in DATABASE_URL (?options=...) are kept.
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault("options", "-c jit=off")
+    # Kept connections: a new PostgreSQL connection costs a request 7 to 10 ms (connecting, then a new
+    # backend's empty catalog caches), more than the CDX lookup itself (docs/benchmarks.md, "CDX
+    # lookup"). Django's persistent connections rather than psycopg's pool: no other package, and the
+    # bound follows from the processes: one connection per thread that uses the database, i.e. per
+    # gunicorn worker thread and per prefork Celery child; thread-pool Celery workers close theirs at
+    # the end of each task (webarchive/celery.py), so they hold one per running task, as before. A
+    # pool would bound each process below its threads, and a crawl worker's site crawl keeps its
+    # connection for the whole crawl: at 100 crawls per process it would wait, or fail, for one.
+    # Reopened after 60 s, so a backend's memory and a changed server setting do not live forever;
+    # checked before its first use in each request or task, so a connection the server dropped
+    # (restart, pg_terminate_backend, failover) is replaced instead of failing the request.
+    # ?conn_max_age= and ?conn_health_checks= in DATABASE_URL win (conn_max_age=0: a connection per
+    # request, as with Django's default).
+    DATABASES["default"].setdefault("CONN_MAX_AGE", 60)
+    # django-environ gives ?conn_health_checks=false as the string "false", which is true.
+    checks = str(DATABASES["default"].get("CONN_HEALTH_CHECKS", True)).strip().lower()
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = checks in ("1", "true", "yes", "on")
+# SQLite (the demo, the tests) keeps Django's default of a connection per request: opening the file
+# costs microseconds, and the demo's processes share it through its locks.
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Cache: what is rendered once per change (the reports dashboard). Each process's own memory by
