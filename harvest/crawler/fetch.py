@@ -52,6 +52,7 @@ from urllib3.exceptions import (
     ReadTimeoutError,
 )
 from urllib3.exceptions import SSLError as Urllib3SSLError
+from urllib3.util import parse_url
 
 from harvest.crawler import defaults
 from harvest.crawler.outcomes import FetchError
@@ -303,6 +304,9 @@ class FetchSession:
             maxsize=1,
             cert_reqs="CERT_REQUIRED" if fetcher.verify_tls else "CERT_NONE",
         )
+        # The pools of the hosts asked lately, by (scheme, host, port): asked directly, not through the
+        # manager, which would parse the URL twice and build a pool key at every request.
+        self._pools: dict[tuple, object] = {}
 
     def fetch(
         self,
@@ -343,6 +347,7 @@ class FetchSession:
 
     def close(self) -> None:
         """Close the kept-alive connections."""
+        self._pools.clear()
         self._manager.clear()
 
     def __enter__(self) -> FetchSession:
@@ -361,14 +366,15 @@ class FetchSession:
         started_at = datetime.now(UTC)
         start = time.monotonic()
         try:
-            self._recording_pool(url)
-            response = self._manager.urlopen(
+            pool, target = self._pool(url)
+            response = pool.urlopen(
                 method,
-                url,
+                target,
                 body=body,
                 headers=_merged(self._headers, headers) if headers else self._headers,
                 redirect=False,
                 retries=False,
+                assert_same_host=False,
                 preload_content=False,
                 decode_content=False,
                 timeout=self._timeout,
@@ -414,14 +420,26 @@ class FetchSession:
         exchange.content_type, exchange.charset = media_type(exchange.header("Content-Type"))
         return exchange, False
 
-    def _recording_pool(self, url: str) -> None:
-        """Make the pool of ``url``'s host record what its connections send (before its first one)."""
-        pool = self._manager.connection_from_url(url)
-        if pool.conn_kw.get("recorder") is not self._recorder:
-            pool.ConnectionCls = (
-                _RecordingHTTPSConnection if pool.scheme == "https" else _RecordingHTTPConnection
-            )
-            pool.conn_kw["recorder"] = self._recorder
+    def _pool(self, url: str):
+        """The connection pool of ``url``'s host, recording what its connections send; and the request target.
+
+        As the pool manager does it (the same parse, the same pools), without its work per request.
+        """
+        parsed = parse_url(url)
+        key = (parsed.scheme, parsed.host, parsed.port)
+        pool = self._pools.get(key)
+        if pool is None or pool.pool is None:  # not asked lately, or closed by the manager (its LRU)
+            pool = self._manager.connection_from_host(parsed.host, port=parsed.port, scheme=parsed.scheme)
+            if pool.conn_kw.get("recorder") is not self._recorder:
+                pool.ConnectionCls = (
+                    _RecordingHTTPSConnection if pool.scheme == "https" else _RecordingHTTPConnection
+                )
+                pool.conn_kw["recorder"] = self._recorder
+            self._pools.pop(key, None)
+            self._pools[key] = pool
+            if len(self._pools) > HOSTS_KEPT:
+                del self._pools[next(iter(self._pools))]  # the longest unused
+        return pool, parsed.request_uri
 
     def _read_body(self, response, exchange: Exchange, *, cap: float, limits: _Limits) -> None:
         """Read the body, looking at the caps, the deadline and ``interrupted()`` between reads.
@@ -530,7 +548,11 @@ def _headers_as_sent(raw) -> list[tuple[str, str]]:
     # http.client's message keeps every header line in order, with its case and its repeats.
     message = getattr(getattr(raw, "_original_response", None), "msg", None)
     if message is not None:
-        return [(str(name), str(value)) for name, value in message.items()]
+        # items() runs each header through the email policy, which leaves http.client's str as they are.
+        lines = getattr(message, "_headers", None)
+        if lines is None:
+            lines = message.items()
+        return [(str(name), str(value)) for name, value in lines]
     return list(raw.headers.iteritems())
 
 

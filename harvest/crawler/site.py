@@ -559,14 +559,25 @@ class SiteCrawl:
             return False
         if exchange.truncated:
             notes.append(f"truncated:{exchange.truncated}")
-        saved = None
-        handed = False
+        line = {
+            "when": exchange.started_at,
+            "status": exchange.status,
+            "size": exchange.body_length,
+            "mime": exchange.content_type,
+            "duration": exchange.duration,
+            "digest": exchange.payload_digest,
+            "annotations": notes,
+        }
         if self._hands_off:
+            self._count(exchange, saved=None, mime=exchange.content_type)
+            # One task for the writer's thread: the records, then the log line.
+            log = (lambda written: self._write_log(candidate, line)) if self.crawl_log is not None else None
             self.writer.submit_exchange(
-                exchange, writes=self._writes, digest_algorithm=self.session.digest_algorithm
+                exchange, writes=self._writes, digest_algorithm=self.session.digest_algorithm, then=log
             )
-            handed = True
-        elif self.writer is not None:
+            return True
+        saved = None
+        if self.writer is not None:
             original = self._original_of(exchange, stored, notes)
             if original is not None:
                 self.writer.write_revisit(exchange, profile=IDENTICAL_PAYLOAD, original=original)
@@ -576,17 +587,8 @@ class SiteCrawl:
                 written = self.writer.write_exchange(exchange, digest_algorithm=self.session.digest_algorithm)
                 self._remember(exchange, written)
         self._count(exchange, saved=saved, mime=exchange.content_type)
-        self._log(
-            candidate,
-            when=exchange.started_at,
-            status=exchange.status,
-            size=exchange.body_length,
-            mime=exchange.content_type,
-            duration=exchange.duration,
-            digest=exchange.payload_digest,
-            annotations=notes,
-        )
-        return handed
+        self._log(candidate, **line)
+        return False
 
     # -- deduplication -----------------------------------------------------------------------
 
