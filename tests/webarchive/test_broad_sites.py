@@ -113,6 +113,13 @@ def test_one_address_per_site_by_default_all_on_127_slash_8():
         assert b"Site 254, page 0" in get(served, 254, "/", host=f"{address(254)}:{served.port}")[2]
 
 
+def test_a_second_server_takes_the_addresses_after_the_first_ones():
+    with BroadSites(sites=10, pages=2) as first, BroadSites(sites=1, pages=2, first_address=10) as second:
+        assert second.addresses() == [address(10)] and address(10) not in first.addresses()
+        assert get(second, 0, "/")[0] == 200
+        assert get(first, 9, "/")[0] == 200
+
+
 def test_the_command_serves_logs_each_request_and_stops_when_its_input_closes(tmp_path):
     log = tmp_path / "requests.log"
     command = [sys.executable, "-m", "webarchive.testsite.broad", "--sites", "50", "--pages", "5"]

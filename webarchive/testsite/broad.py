@@ -13,7 +13,7 @@ benchmark's own dnsmasq) is a deterministic website of ``pages`` pages with host
 So a crawl of a site has exactly ``pages + 4`` URLs (:func:`urls_per_site`). Bodies are a few kB,
 their text varying with N and the page. Anything else is 404, as is a host name the server does not
 serve on the address the request came to (``sites_per_address`` sites share each address, as on a
-shared host: site N is on the address ``N // sites_per_address``). A request naming an address
+shared host: site N is on the address ``first_address + N // sites_per_address``). A request naming an address
 instead of a host (``Host: 127.64.0.1:port``) gets the address's first site, for clients without
 the benchmark's resolver.
 
@@ -23,7 +23,7 @@ few hundred requests per second on a fraction of a CPU. It listens on one port o
 be written to a log (``log_path``): ``epoch-seconds local-address host status bytes path``.
 
     python -m webarchive.testsite.broad --sites 200 [--pages 20] [--sites-per-address 1]
-        [--port 0] [--suffix fr] [--log FILE]
+        [--port 0] [--suffix fr] [--log FILE] [--first-address 0]
 
 prints ``{"port": …, "addresses": …}`` as one JSON line once it answers, and serves until its
 standard input closes (or SIGTERM). :class:`BroadSites` serves from a thread of the caller (tests).
@@ -112,13 +112,15 @@ class BroadSites:
         port: int = 0,
         suffix: str = SUFFIX,
         log_path=None,
+        first_address: int = 0,
     ):
         if sites < 1 or pages < 1 or sites_per_address < 1:
             raise ValueError("sites, pages and sites_per_address must be positive")
-        if self.address_count_for(sites, sites_per_address) > MAX_ADDRESSES:
+        if first_address + self.address_count_for(sites, sites_per_address) > MAX_ADDRESSES:
             raise ValueError(f"at most {MAX_ADDRESSES:,} addresses")
         self.sites, self.pages, self.sites_per_address = sites, pages, sites_per_address
         self.port, self.suffix, self.log_path = port, suffix.strip(".").lower(), log_path
+        self.first_address = first_address  # the number of the first address (another server's are before)
         self._host = re.compile(rf"site-(0|[1-9][0-9]*)\.{re.escape(self.suffix)}\.?(?::[0-9]+)?")
         self.requests: Counter[int] = Counter()  # by status
         self._servers: list[asyncio.AbstractServer] = []
@@ -139,13 +141,13 @@ class BroadSites:
         return self.address_count_for(self.sites, self.sites_per_address)
 
     def addresses(self) -> list[str]:
-        return [address(index) for index in range(self.address_count)]
+        return [address(self.first_address + index) for index in range(self.address_count)]
 
     def name(self, site: int) -> str:
         return f"site-{site}.{self.suffix}"
 
     def site_address(self, site: int) -> str:
-        return address(site // self.sites_per_address)
+        return address(self.first_address + site // self.sites_per_address)
 
     def names(self):
         """(host name, address) of every site, for a resolver's hosts file."""
@@ -166,9 +168,9 @@ class BroadSites:
             site = int(found.group(1))
         else:  # an address instead of a name: the address's first site
             index = address_index(host.rsplit(":", 1)[0] if host.count(":") == 1 else host)
-            if index is None:
+            if index is None or index < self.first_address:
                 return None
-            site = index * self.sites_per_address
+            site = (index - self.first_address) * self.sites_per_address
         if site >= self.sites or self.site_address(site) != local_address:
             return None
         return site
@@ -414,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0: a free port (of the first address)")
     parser.add_argument("--suffix", default=SUFFIX)
     parser.add_argument("--log", help="append a line per request to this file")
+    parser.add_argument("--first-address", type=int, default=0, help="number of the first address (from 0)")
     args = parser.parse_args(argv)
     # A socket per address, and one per connection: as many descriptors as the system lets us have.
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -425,6 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         port=args.port,
         suffix=args.suffix,
         log_path=args.log,
+        first_address=args.first_address,
     )
 
     async def run() -> None:
