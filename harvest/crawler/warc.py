@@ -61,6 +61,10 @@ COMPRESS_BYTES = 64 * 1024  # of a body given to gzip at a time
 # in-memory spool, their heads); a site crawl handing more waits for room. And at most this many.
 QUEUE_BYTES = 8 * 1024 * 1024
 QUEUE_ITEMS = 512
+# The writer's thread, woken by a first task, waits up to WAKE_SECONDS for this many (or bytes).
+WAKE_TASKS = 16
+WAKE_BYTES = 512 * 1024
+WAKE_SECONDS = 0.02
 HTTP_RESPONSE = "application/http; msgtype=response"
 HTTP_REQUEST = "application/http; msgtype=request"
 WARC_FIELDS = "application/warc-fields"
@@ -147,8 +151,16 @@ class _Block:
         if self.body is None:
             file.write(head + self.head + b"\r\n\r\n")
             return
-        file.write(head + self.head)
         self.body.seek(self.body_start)
+        if self.body_length <= COMPRESS_BYTES:  # most records: one call to zlib, one GIL hand-over
+            body = self.body.read(self.body_length)
+            if len(body) != self.body_length:
+                raise ValueError(
+                    f"record block of {len(self.head) + len(body)} bytes, {self.length} announced"
+                )
+            file.write(b"".join((head, self.head, body, b"\r\n\r\n")))
+            return
+        file.write(head + self.head)
         delivered = 0
         while delivered < self.body_length and (
             chunk := self.body.read(min(COMPRESS_BYTES, self.body_length - delivered))
@@ -383,7 +395,7 @@ class WarcWriter:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._work, name="warc-writer", daemon=True)
                 self._thread.start()
-            elif self._idle:  # woken only when it waits: a busy thread takes the next task by itself
+            elif self._idle and (len(self._tasks) in (1, WAKE_TASKS) or self._queued_bytes >= WAKE_BYTES):
                 self._ready.notify()
 
     def _work(self) -> None:
@@ -391,8 +403,13 @@ class WarcWriter:
         while True:
             with self._queue:
                 if not self._tasks:
+                    # Asleep until a task comes, then up to WAKE_SECONDS more for a batch to gather:
+                    # each wake-up is a context switch, and a GIL hand-over the fetch thread waits for.
                     self._idle = True
-                    self._ready.wait_for(lambda: self._tasks or self._closing)
+                    while not self._tasks and not self._closing:
+                        self._ready.wait()
+                    if not self._closing and len(self._tasks) < WAKE_TASKS:
+                        self._ready.wait(WAKE_SECONDS)
                     self._idle = False
                 if not self._tasks:
                     return

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from harvest.crawler import warc
-from harvest.crawler.engine import CrawlEngine
+from harvest.crawler.crawllog import CrawlLog
+from harvest.crawler.engine import CrawlEngine, run_sites
 from harvest.crawler.fetch import Fetcher
 from harvest.crawler.frontier import Candidate, Frontier
 from harvest.crawler.outcomes import CrawlError
@@ -306,3 +307,94 @@ def test_a_saved_rule_re2_cannot_run_is_reported_and_the_crawl_goes_on(site, tmp
     assert [rule["rule"] for rule in report["skipped_rules"]] == [r"(a)\1"]
     assert report["skipped_rules"][0]["kind"] == "reject"
     assert "skipped_rules" not in crawl(tmp_path / "again", [site.url("/")], max_objects=2).crawl.report()
+
+
+# -- the WARC writer's thread ------------------------------------------------------------------
+
+
+class FillingDisk(warc.WarcWriter):
+    """A writer whose disk is full after ``room`` exchanges (the failure a crawl must report)."""
+
+    def __init__(self, *, room: int, **kwargs):
+        super().__init__(**kwargs)
+        self.room = room
+
+    def write_exchange(self, exchange, **kwargs):
+        if self.room == 0:
+            raise OSError(28, "No space left on device")
+        self.room -= 1
+        return super().write_exchange(exchange, **kwargs)
+
+
+def no_delay(**options) -> SiteSettings:
+    return SiteSettings(min_delay=0.0, max_delay=0.0, delay_factor=0.0, **options)
+
+
+def test_a_site_crawl_has_written_its_records_and_log_lines_when_it_reports_its_end(site, tmp_path):
+    announced: list = []
+    writer = warc.WarcWriter(
+        directory=tmp_path, prefix="t", job_id=5, host="tests", warcinfo={}, on_record=announced.append
+    )
+    session = Fetcher(user_agent="t/1", address_check=ALLOW_LOOPBACK).session()
+    with CrawlLog(tmp_path / "crawl.log") as log:
+        site_crawl = SiteCrawl(
+            no_delay(seeds=[site.url("/site/")], max_objects=40),
+            session=session,
+            writer=writer,
+            crawl_log=log,
+        )
+        engine = CrawlEngine(threads=2)
+        handle = engine.submit(site_crawl)
+        assert handle.wait(60)
+        # Before the writer is closed: whatever the crawl counted is written, records and log lines.
+        responses = [info.target_uri for info in announced if info.record_type == "response"]
+        lines = [line.split(" ") for line in (tmp_path / "crawl.log").read_text().splitlines()]
+        fetched = [fields[3] for fields in lines if int(fields[1]) > 0]
+        assert site_crawl.stop_reason == OBJECT_LIMIT
+        assert responses == fetched  # in the same order
+        assert len(responses) == site_crawl.urls_done == 40
+        engine.shutdown()
+    writer.close()
+    for info in writer.files:
+        check = subprocess.run([str(WARCIO), "check", str(info.path)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_an_operator_stop_without_delay_leaves_every_counted_url_written(site, tmp_path):
+    announced: list = []
+    writer = warc.WarcWriter(
+        directory=tmp_path, prefix="t", job_id=6, host="tests", warcinfo={}, on_record=announced.append
+    )
+    session = Fetcher(user_agent="t/1", address_check=ALLOW_LOOPBACK).session()
+    site_crawl = SiteCrawl(no_delay(seeds=[site.url("/site/")]), session=session, writer=writer)
+    engine = CrawlEngine(threads=1)
+    handle = engine.submit(site_crawl)
+    deadline = time.monotonic() + 30
+    while site_crawl.urls_done < 20 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    handle.stop(OPERATOR)
+    assert handle.wait(30)
+    engine.shutdown()
+    assert site_crawl.stop_reason == OPERATOR
+    assert len([info for info in announced if info.record_type == "response"]) == site_crawl.urls_done
+    writer.close()
+    [info] = writer.files
+    check = subprocess.run([str(WARCIO), "check", str(info.path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_record_the_writer_cannot_write_fails_the_crawl_saying_why(site, tmp_path):
+    writer = FillingDisk(room=5, directory=tmp_path, prefix="t", job_id=7, host="tests", warcinfo={})
+    session = Fetcher(user_agent="t/1", address_check=ALLOW_LOOPBACK).session()
+    site_crawl = SiteCrawl(no_delay(seeds=[site.url("/site/")]), session=session, writer=writer)
+    run_sites([site_crawl], threads=1)
+    writer.close()
+    assert site_crawl.stop_reason == FAILED
+    assert site_crawl.broken
+    assert site_crawl.error_code == CrawlError.BROKEN
+    assert "No space left on device" in site_crawl.error
+    assert site_crawl.urls_done < 5 + warc.QUEUE_ITEMS  # it stopped soon after, not at the site's end
+    [info] = writer.files  # what was written before the failure is whole
+    check = subprocess.run([str(WARCIO), "check", str(info.path)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert info.records == 1 + 2 * 5

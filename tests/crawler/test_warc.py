@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -23,9 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from harvest.crawler import warc
 from harvest.crawler.fetch import Exchange, Fetcher
 from harvest.crawler.recovery import check_warc, recover_open_files
-from harvest.crawler.warc import WarcWriter
+from harvest.crawler.warc import WarcWriter, Writes
 from tests.crawler.test_fetch import CHUNKS, GZIPPED, PAGE, LocalServer, digest
 
 BIN = Path(sys.executable).parent
@@ -492,6 +494,101 @@ def test_eight_threads_share_one_writer(server, tmp_path):
     assert len(ids) == len(set(ids))
 
 
+# -- the writer's thread ---------------------------------------------------------------------
+
+
+def test_exchanges_handed_to_the_writers_thread_are_written_in_order_then_closed(server, fetcher, tmp_path):
+    writes = Writes()
+    announced = []
+    with writer_for(tmp_path, on_record=announced.append) as writer, fetcher.session() as session:
+        exchanges = [session.fetch(server.url(path)) for path in ["/page", "/chunked", "/gzip", "/big"] * 5]
+        for exchange in exchanges:
+            writer.submit_exchange(exchange, writes=writes)
+        assert writes.wait(30)
+        assert writes.pending == 0
+        assert writes.error is None
+        assert all(exchange.body.closed for exchange in exchanges)
+        assert len(announced) == 1 + 2 * len(exchanges)  # written (and announced) before close()
+    [path] = tmp_path.iterdir()
+    pairs = assert_pairs_adjacent(assert_valid(path))
+    assert [response.headers["WARC-Target-URI"] for response, _ in pairs] == [e.url for e in exchanges]
+
+
+def test_the_writers_thread_keeps_to_its_memory_budget(server, fetcher, tmp_path, monkeypatch):
+    monkeypatch.setattr(warc, "QUEUE_BYTES", 20_000)
+    blocked = threading.Event()
+    writes = Writes()
+    handed = []
+
+    def on_record(info):
+        blocked.wait(30)  # the disk is slow: the writer's thread is held
+
+    with writer_for(tmp_path, on_record=on_record) as writer, fetcher.session() as session:
+        exchanges = [session.fetch(server.url(f"/page?n={number}")) for number in range(20)]
+
+        def hand():
+            for exchange in exchanges:
+                writer.submit_exchange(exchange, writes=writes)
+                handed.append(exchange)
+
+        producer = threading.Thread(target=hand)
+        producer.start()
+        time.sleep(0.5)
+        assert 1 < len(handed) < len(exchanges)  # waiting for room, not holding them all
+        assert writer._queued_bytes <= warc.QUEUE_BYTES
+        blocked.set()
+        producer.join(30)
+        assert writes.wait(30)
+    [path] = tmp_path.iterdir()
+    assert len(assert_valid(path)) == 1 + 2 * len(exchanges)
+
+
+def test_a_failed_write_is_kept_for_its_crawl_and_drops_only_what_that_crawl_handed_after(
+    server, fetcher, tmp_path
+):
+    mine, other = Writes(), Writes()
+    with writer_for(tmp_path) as writer, fetcher.session() as session:
+        data = os.urandom(100_000)
+        broken = Exchange(
+            url="http://example.org/broken",
+            request_head=b"GET /broken HTTP/1.1\r\n\r\n",
+            status=200,
+            http_version="HTTP/1.1",
+            headers=[("Content-Length", str(len(data)))],
+            body=FailingBody(data),
+            body_length=len(data),
+            payload_digest=digest(data),
+        )
+        after = session.fetch(server.url("/page?mine"))
+        theirs = session.fetch(server.url("/page?theirs"))
+        writer.submit_exchange(broken, writes=mine)
+        writer.submit_exchange(after, writes=mine)
+        writer.submit_exchange(theirs, writes=other)
+        assert mine.wait(30)
+        assert other.wait(30)
+        with pytest.raises(OSError, match="went away"):
+            mine.check()
+        other.check()
+        assert after.body.closed  # dropped, and freed
+    [path] = tmp_path.iterdir()
+    uris = [record.headers.get("WARC-Target-URI") for record in assert_valid(path)]
+    assert uris == [None, theirs.url, theirs.url]
+
+
+def test_close_writes_what_was_handed_and_a_later_hand_off_starts_again(server, fetcher, tmp_path):
+    writes = Writes()
+    with fetcher.session() as session:
+        writer = writer_for(tmp_path)
+        writer.submit_exchange(session.fetch(server.url("/page?first")), writes=writes)
+        writer.close()  # without waiting: close() writes it first
+        assert writes.pending == 0
+        writer.submit_exchange(session.fetch(server.url("/page?second")), writes=writes)
+        writer.close()
+    assert [info.records for info in writer.files] == [3, 3]
+    for info in writer.files:
+        assert_valid(info.path)
+
+
 # -- recovery ----------------------------------------------------------------------------------
 
 
@@ -622,7 +719,8 @@ def test_a_file_whose_writer_is_alive_in_another_process_is_left_alone(tmp_path)
 
 KILLED_WRITER = """
 import io, os, sys, time
-from harvest.crawler.warc import WarcWriter
+from harvest.crawler import warc
+from harvest.crawler.warc import WarcWriter, Writes
 
 class Stalling(io.BytesIO):
     # Read whole for the digest, then stops for good half-way through being written.
