@@ -386,6 +386,7 @@ def request_figures(requests: list[tuple[float, str, str, int]], delay: float) -
         by_site[host].append(when)
         by_address[local].append(when)
     counts = [len(times) for times in by_site.values()]
+    firsts = sorted(times[0] for times in by_site.values())
     site_gaps = [b - a for times in by_site.values() for a, b in itertools.pairwise(times)]
     address_gaps = [min(b - a for a, b in itertools.pairwise(t)) for t in by_address.values() if len(t) > 1]
     site_gaps.sort()
@@ -396,6 +397,8 @@ def request_figures(requests: list[tuple[float, str, str, int]], delay: float) -
         "per_site": (min(counts), statistics.median(counts), max(counts)) if counts else (0, 0, 0),
         "ideal": max((count - 1) * delay for count in counts) if counts else 0.0,
         "first": requests[0][0] if requests else 0.0,
+        "starts_spread": firsts[-1] - firsts[0] if firsts else 0.0,
+        "last_per_site": max((times[-1] - times[0] for times in by_site.values()), default=0.0),
         "last": requests[-1][0] if requests else 0.0,
         "site_gap": (site_gaps[0], site_gaps[len(site_gaps) // 2], site_gaps[int(len(site_gaps) * 0.99)])
         if site_gaps
@@ -473,6 +476,9 @@ def benchmark(args, work: Path, log) -> dict:
                 result["worker_environment"] = {
                     key: environment[key] for key in sorted(environment) if key.startswith("HARVEST_")
                 }
+                idle = worker.watch.sample()
+                time.sleep(5)
+                result["idle_cpu"] = (worker.watch.sample()[5] - idle[5]) / 5
                 log(f"Broad crawl: {args.sites:,} sites, {args.delay} s delay, one worker")
                 sent = time.time()
                 result["dispatched"] = dispatch(broad_run)
@@ -596,6 +602,12 @@ def report(args, result: dict) -> str:
         f" open descriptors {worker['fds'][0]} / {worker['fds'][1]}",
         f"- next request to a site after the previous one's start: min {gap[0]:.3f} s, median {gap[1]:.3f} s,"
         f" 99th percentile {gap[2]:.3f} s",
+        f"- from the first request: the last site's first request {requests['starts_spread']:.1f} s later;"
+        f" the longest site, first to last request, {requests['last_per_site']:.1f} s; last request"
+        f" {requests['last'] - requests['first']:.1f} s; last site ended (its row) {wall:.1f} s",
+        f"- worker CPU beyond the peer's per URL:"
+        f" {1000 * max(worker['cpu'] - cpu_ideal, 0) / max(args.sites, 1):.0f} ms per site;"
+        f" the idle worker, before the broad crawl: {result['idle_cpu']:.1%} of a CPU",
         f"- addresses: {requests['addresses']:,}; shortest time between two requests to one address:"
         + (f" {requests['address_gap_min']:.3f} s" if requests["address_gap_min"] is not None else " -"),
         f"- answers: {dict(sorted(requests['statuses'].items()))}; server CPU {result['server_cpu']:.1f} s",
