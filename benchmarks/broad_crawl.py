@@ -12,12 +12,15 @@ created and migrated; through the project's services, the default template gets 
 ``--delay`` and delay factor 0, N domains are created (``domains_create_bulk``; their seed,
 ``http://site-N.fr:PORT/``, is then written in one UPDATE), a snapshot harvest definition is made
 due and launched (``definition_launch``: the launcher's jobs), and ``jobs_dispatch_submitted``
-sends one ``harvest.crawl_site`` task per site to RabbitMQ (127.0.0.1:5672; the crawl queues are
-deleted first). Then ONE crawl worker runs them, started as the Procfile's ``crawler:`` line says.
+sends one ``harvest.crawl_site`` task per site to RabbitMQ (127.0.0.1:5672, in a virtual host of
+its own: the broker is shared, and the crawl worker tests delete the crawl queues of the default
+one). Then ONE crawl worker runs them, started as the Procfile's ``crawler:`` line says.
 
-First, in the same worker process, the peer: one site of ``--baseline-pages`` pages with no delay
+First, in a worker of its own started the same way (with ``HARVEST_IP_MIN_INTERVAL=0``: one site
+alone on its address), the peer: one site of ``--baseline-pages`` pages with no delay
 (``site-0.asso.fr``, a selective harvest of its own): its URLs/s and CPU per URL, the rate of the
-same path when nothing waits. Measured for the broad crawl:
+same path when nothing waits. ``--dedup`` sets both templates' deduplication (default: the default
+template's, all earlier captures). Measured for the broad crawl:
 
 - wall time from its first request (the server's log) to the last site ended (the sites' rows);
 - the politeness ideal, max over sites of (requests - 1) x delay (requests from the server's log);
