@@ -75,6 +75,7 @@ class _Delivery:
     redelivered: bool
     message: object  # the kombu message: acknowledged at the end, or given back
     attempts: int = 0
+    generation: int = 0  # the consumer's connection it came on (let_go starts a new one)
 
 
 class SiteCrawls:
@@ -88,6 +89,9 @@ class SiteCrawls:
         self.running: dict[int, tuple[_Delivery, object]] = {}  # entry id -> (delivery, worker.RunningSite)
         self.starting = 0
         self.started = self.ended = 0
+        self._full = False  # over the memory budget at the last look
+        self.generation = 0  # how many times the running sites were let go (a lost connection)
+        self._turn = threading.Lock()  # held by the watcher for a turn, and by let_go
         self._waiting: list[_Later] = []  # deliveries to start when due (retries, messages with an ETA)
         self._order = itertools.count()
         self._lock = threading.Lock()
@@ -100,6 +104,7 @@ class SiteCrawls:
 
     def deliver(self, delivery: _Delivery, *, not_before: float = 0.0) -> None:
         with self._lock:
+            delivery.generation = self.generation
             heapq.heappush(self._waiting, _Later(not_before, next(self._order), delivery))
 
     def info(self) -> dict:
@@ -121,12 +126,13 @@ class SiteCrawls:
         next_report = time.monotonic() + self.interval
         while not self._closing.is_set():
             try:
-                self._start_due()
-                self._serve_dedup()
-                self._collect_ended()
-                if time.monotonic() >= next_report:
-                    next_report = time.monotonic() + self.interval
-                    self._report()
+                with self._turn:
+                    self._start_due()
+                    self._serve_dedup()
+                    self._collect_ended()
+                    if time.monotonic() >= next_report:
+                        next_report = time.monotonic() + self.interval
+                        self._report()
             except Exception:  # the watcher must outlive a database hiccup: the next turn tries again
                 logger.exception("the site crawl watcher failed a turn")
                 time.sleep(1.0)
@@ -134,7 +140,18 @@ class SiteCrawls:
 
     def _memory_full(self) -> bool:
         resident = resident_mb()
-        return resident is not None and resident > self.memory_mb
+        full = resident is not None and resident > self.memory_mb
+        if full != self._full:
+            self._full = full
+            if full:
+                logger.warning(
+                    "resident memory %.0f MB, over its memory budget of %s MB: no new site until some end",
+                    resident,
+                    self.memory_mb,
+                )
+            else:
+                logger.info("resident memory %.0f MB: new sites are taken again", resident)
+        return full
 
     def _start_due(self) -> None:
         now = time.monotonic()
@@ -175,10 +192,13 @@ class SiteCrawls:
             logger.exception("site crawl %s could not start", delivery.entry_id)
         with self._lock:
             self.starting -= 1
-            if site is not None:
+            late = site is not None and delivery.generation != self.generation
+            if site is not None and not late:
                 self.running[delivery.entry_id] = (delivery, site)
                 self.started += 1
-        if site is None:  # nothing to do (ended, running elsewhere, job stopped), or it failed for good
+        if late:  # started while the others were let go: its message's channel is gone too
+            self._let_go_sites([(delivery, site)])
+        elif site is None:  # nothing to do (ended, running elsewhere, job stopped), or it failed for good
             _acknowledge(delivery)
 
     def _serve_dedup(self) -> None:
@@ -244,14 +264,24 @@ class SiteCrawls:
         next worker, which crawls the site again (as after a killed worker, but with its files whole).
         For a warm shutdown, and when the broker connection is lost (the messages' channel is gone:
         an acknowledgement could no longer reach the broker, which gives them out again anyway)."""
+        with self._turn:  # no progress report under way, which would make them look alive again
+            with self._lock:
+                self.generation += 1
+                running = list(self.running.values())
+                self.running.clear()
+                waiting, self._waiting = self._waiting, []
+            self._let_go_sites(running)
+        for later in waiting:
+            _give_back(later.delivery)
+        if running:
+            logger.info("%s site crawls stopped and given back to the broker", len(running))
+        return len(running)
+
+    def _let_go_sites(self, running: list) -> None:
         from harvest.crawler.outcomes import OPERATOR
         from harvest.services.crawls import site_crawls_abandon
         from harvest.worker import release_site
 
-        with self._lock:
-            running = list(self.running.values())
-            self.running.clear()
-            waiting, self._waiting = self._waiting, []
         for _delivery, site in running:
             site.handle.stop(OPERATOR)
         deadline = time.monotonic() + SHUTDOWN_SECONDS
@@ -266,11 +296,6 @@ class SiteCrawls:
                 logger.exception("the running sites could not be marked abandoned")
         for delivery, _site in running:
             _give_back(delivery)
-        for later in waiting:
-            _give_back(later.delivery)
-        if running:
-            logger.info("%s site crawls stopped and given back to the broker", len(running))
-        return len(running)
 
     def shutdown(self) -> None:
         """A warm shutdown: the sites that have ended are recorded, the others let go."""
@@ -361,13 +386,23 @@ class SiteCrawlConsumer(bootsteps.ConsumerStep):
     def stop(self, c):
         """The connection is lost (the consumer starts again on a new one) or the worker stops."""
         if _host is not None and self.consumers:
+            self._cancel(c)
             _host.let_go()
         super().stop(c)
 
     def shutdown(self, c):
         if _host is not None and self.consumers:
+            self._cancel(c)
             _host.shutdown()
         super().shutdown(c)
+
+    def _cancel(self, c) -> None:
+        """No more deliveries: what is given back must go to another worker, not come back here."""
+        for consumer in self.consumers:
+            try:
+                consumer.cancel()
+            except Exception:  # the connection is gone already: nothing will be delivered anyway
+                logger.debug("the site crawl consumer could not be cancelled", exc_info=True)
 
 
 def _not_before(eta) -> float:
