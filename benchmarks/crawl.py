@@ -88,23 +88,48 @@ def serve(argv: list[str]) -> int:
     return 0
 
 
-def _profile_steps(crawls: list, profiles: list) -> None:
-    """Run each step of the crawls under a cProfile of its fetch thread (a cProfile sees one thread)."""
+def _profile_steps(crawls: list, writer, profiles: list) -> None:
+    """Profile each step of the crawls, and the WARC writer's thread (a cProfile sees one thread)."""
     import cProfile
 
     local = threading.local()
 
-    def wrap(step):
-        def profiled_step():
+    def wrap(call, key):
+        def profiled(*args):
             if not hasattr(local, "profile"):
                 local.profile = cProfile.Profile()
-                profiles.append(local.profile)
-            return local.profile.runcall(step)
+                profiles.append((key, local.profile))
+            return local.profile.runcall(call, *args)
 
-        return profiled_step
+        return profiled
 
     for crawl in crawls:
-        crawl.step = wrap(crawl.step)
+        crawl.step = wrap(crawl.step, "steps")
+    writer._work = wrap(writer._work, "writer")  # the thread's target, looked up when it starts
+
+
+def _time_parts(crawls: list, writer, counters: list) -> None:
+    """Add up the CPU time of each thread in the crawler's parts (``time.thread_time``: µs per URL)."""
+    local = threading.local()
+
+    def wrap(call, key):
+        def timed(*args, **kwargs):
+            if not hasattr(local, "parts"):
+                local.parts = Counter()
+                counters.append(local.parts)
+            start = time.thread_time()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                local.parts[key] += time.thread_time() - start
+
+        return timed
+
+    for crawl in crawls:
+        crawl.step = wrap(crawl.step, "steps")
+        crawl._fetch = wrap(crawl._fetch, "fetch")
+        crawl._queue_links = wrap(crawl._queue_links, "links")
+    writer._work = wrap(writer._work, "writer")
 
 
 def ours(argv: list[str]) -> int:
@@ -143,8 +168,11 @@ def ours(argv: list[str]) -> int:
             )
             for seed in args.seeds
         ]
+        counters: list[Counter] = []
         if args.profile:
-            _profile_steps(crawls, profiles)
+            _profile_steps(crawls, writer, profiles)
+        else:
+            _time_parts(crawls, writer, counters)
         done = threading.Event()
         started = time.perf_counter()
 
@@ -162,11 +190,17 @@ def ours(argv: list[str]) -> int:
         import pstats
 
         with (args.out / "profile.txt").open("w") as stream:
-            stats = pstats.Stats(*profiles, stream=stream)
-            stats.sort_stats("cumulative").print_stats(35)
-            stats.sort_stats("tottime").print_stats(25)
+            for key, title in (("steps", "the fetch threads' steps"), ("writer", "the WARC writer's thread")):
+                chosen = [profile for name, profile in profiles if name == key]
+                if not chosen:
+                    continue
+                print(f"#### {title}", file=stream)
+                stats = pstats.Stats(*chosen, stream=stream)
+                stats.sort_stats("cumulative").print_stats(30 if key == "steps" else 15)
+                stats.sort_stats("tottime").print_stats(25 if key == "steps" else 12)
     result = {"seconds": seconds, "baseline_rss_kib": baseline_kib, "peak_rss_kib": _status_kib("VmHWM")}
     result["samples"] = samples
+    result["parts"] = sum(counters, Counter())
     result["stop_reasons"] = Counter(crawl.stop_reason for crawl in crawls)
     result["broken"] = [crawl.error for crawl in crawls if crawl.broken]
     print(json.dumps(result))
@@ -470,7 +504,8 @@ def report_throughput(pages: int, mine: Run, peer: Run, found: dict, notes: str)
     """The throughput and completeness sections."""
     ratio, truth = mine.rate / peer.rate, found["truth"]
     lines = [f"### 1. Throughput: one site of {pages:,} pages, no delay", "", *_runs_table(mine, peer), ""]
-    lines += [f"- ours / wget, URLs/s: **{ratio:.2f}** (goal ≥ 1.0: {_verdict(ratio >= 1.0)})", notes, ""]
+    lines += [f"- ours / wget, URLs/s: **{ratio:.2f}** (goal ≥ 1.0: {_verdict(ratio >= 1.0)})", notes]
+    lines += [_parts_line(mine), ""]
     lines += [f"### 2. Completeness: the same crawls against the ground truth ({truth:,} URLs)", ""]
     lines += ["| contender | ground truth captured | share | other URLs | distinct canonical URLs |"]
     lines += ["|---|---:|---:|---:|---:|"]
@@ -496,6 +531,21 @@ def report_throughput(pages: int, mine: Run, peer: Run, found: dict, notes: str)
     if rest := found["wget_missed"][15:]:
         lines.append(f"| | {len(rest)} more groups | {sum(len(urls) for _, urls in rest):,} | |")
     return lines
+
+
+def _parts_line(run: Run) -> str:
+    """Where our CPU went, per URL, by part (thread CPU time; not measured under --profile)."""
+    parts, urls = run.inside.get("parts") or {}, len(run.uris)
+    if not parts or not urls:
+        return ""
+    per_url = Counter({key: seconds * 1000 / urls for key, seconds in parts.items()})
+    steps, fetch, links, writer = (per_url[key] for key in ("steps", "fetch", "links", "writer"))
+    rest = run.cpu_seconds * 1000 / urls - steps - writer
+    return (
+        f"- our CPU per URL, by thread: fetch thread's steps {steps:.2f} ms (fetch {fetch:.2f},"
+        f" links {links:.2f}, the rest {steps - fetch - links:.2f}), WARC writer's thread {writer:.2f} ms,"
+        f" rest of the process {rest:.2f} ms"
+    )
 
 
 def report_politeness(args, mine: Run, peer: Run, notes: str) -> list[str]:
@@ -555,7 +605,7 @@ def _profile_section(run: Run) -> list[str]:
     path = run.directory / "profile.txt"
     if not path.exists():
         return []
-    title = "Profile of our crawler's steps (cProfile, all fetch threads; slows the crawl):"
+    title = "Profile of our crawler (cProfile of the fetch threads' steps and the writer's thread; slows it):"
     return [title, "```", path.read_text().strip(), "```"]
 
 
