@@ -3,7 +3,7 @@
 The entries are those pywb's indexer (``cdxj-indexer``) writes for the same
 file: ``response``, ``revisit``, ``resource`` and ``metadata`` records (not
 ``warcinfo``, ``request``, nor a resource or metadata record of
-``application/warc-fields``), the SURT key from the ``surt`` library, the
+``application/warc-fields``), the SURT key from the ``surt`` library (:mod:`storage.urlkeys`), the
 14-digit date, the MIME type as the index writes it (``warc/revisit`` for a
 revisit), the HTTP status, the payload digest, and the offset and length of
 the record in the file (of its gzip member in a compressed file).
@@ -34,12 +34,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import surt
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeadersParser, StatusAndHeadersParserException
 from warcio.timeutils import iso_date_to_timestamp
 from warcio.warcwriter import BufferWARCWriter
+
+from storage.urlkeys import url_key
 
 INDEXED_TYPES = frozenset({"response", "revisit", "resource", "metadata"})
 WARC_FIELDS = "application/warc-fields"
@@ -98,14 +99,6 @@ class WarcReadError(Exception):
 def cdx_mime(content_type: str | None) -> str:
     """A Content-Type value as CDX indexes write it: up to the first ``;`` or space, case kept."""
     return _MIME_END.split(content_type or "", maxsplit=1)[0].strip()
-
-
-def url_key(url: str) -> str:
-    """The SURT key of ``url`` (pywb's: the ``surt`` library's defaults); the URL itself if it has none."""
-    try:
-        return surt.surt(url)
-    except Exception:  # what cdxj-indexer does: an odd URL is its own key
-        return url
 
 
 def cdxj_line(entry: Entry, filename: str) -> str:
