@@ -77,6 +77,9 @@ def worker_health(app=None) -> WorkerHealth:
             queues = inspect.active_queues() or {}
             active = inspect.active() or {}
             stats = inspect.stats() or {}
+            # What a crawl worker's consumer holds (harvest.consumer): its crawl queues are not its
+            # task pool's, and its site crawls are not active tasks.
+            held = inspect._request("site_crawls") or {}
         except Exception as error:
             logger.warning("the workers could not be inspected: %s", error)
             return WorkerHealth(False, broker, f"{type(error).__name__}: {error}")
@@ -84,13 +87,18 @@ def worker_health(app=None) -> WorkerHealth:
     for name in names:
         tasks = active.get(name) or []
         pool = (stats.get(name) or {}).get("pool") or {}
+        sites = held.get(name) or {}
+        crawls = sum(1 for task in tasks if task.get("name") == "harvest.crawl_site")
         workers.append(
             Worker(
                 name=name,
-                queues=sorted(queue["name"] for queue in queues.get(name) or [] if "name" in queue),
-                active=len(tasks),
-                concurrency=pool.get("max-concurrency"),
-                crawls=sum(1 for task in tasks if task.get("name") == "harvest.crawl_site"),
+                queues=sorted(
+                    {queue["name"] for queue in queues.get(name) or [] if "name" in queue}
+                    | set(sites.get("queues") or [])
+                ),
+                active=len(tasks) + int(sites.get("running") or 0),
+                concurrency=sites.get("limit") or pool.get("max-concurrency"),
+                crawls=crawls + int(sites.get("running") or 0),
             )
         )
     return WorkerHealth(True, broker, workers=workers)

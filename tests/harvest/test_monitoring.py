@@ -496,8 +496,10 @@ def test_a_real_worker_is_online_with_its_queues(crawl_worker, client):
     assert BROKER_URL.split("@")[-1] in health.broker
     [worker] = health.workers
     assert worker.name.startswith("test-")
+    # The crawl queues are its site-crawl consumer's (harvest.consumer), and its concurrency is the
+    # sites that consumer may hold at once (HARVEST_SITES_PER_WORKER), not its 8 task threads.
     assert set(worker.queues) == {"default", "crawl-high", "crawl-low"}
-    assert worker.concurrency == 8
+    assert worker.concurrency == 1000
     queues = monitoring.queue_lengths()
     assert queues.reachable
     assert {queue.name: queue.waiting for queue in queues.queues}["crawl-high"] == 0
