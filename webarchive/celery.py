@@ -55,10 +55,10 @@ def connections_after_task(sender=None, **kwargs) -> None:
     connection for the next (one per process); a thread-pool worker (``--pool threads``) closes the
     thread's connections.
 
-    A thread pool has up to --concurrency threads (100 for the crawl workers), each with a connection
-    of its own that would stay open, idle, between tasks: a hundred backends per crawl worker while
-    nothing runs. Closed here, a thread-pool worker holds one connection per running task, and its
-    tasks are site crawls of minutes, for which a new connection is nothing.
+    A thread pool has up to --concurrency threads, each with a connection of its own that would stay
+    open, idle, between tasks (what made Celery give up CONN_MAX_AGE): as many backends per worker as
+    its --concurrency while nothing runs. Closed here, a thread-pool worker holds one connection per
+    running task; a new connection is milliseconds, against tasks of seconds to hours.
     """
     if _is_eager(sender):
         return

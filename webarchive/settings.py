@@ -320,8 +320,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # bound follows from the processes: one connection per thread that uses the database, i.e. per
     # gunicorn worker thread and per prefork Celery child; thread-pool Celery workers close theirs at
     # the end of each task (webarchive/celery.py), so they hold one per running task, as before. A
-    # pool would bound each process below its threads, and a crawl worker's site crawl keeps its
-    # connection for the whole crawl: at 100 crawls per process it would wait, or fail, for one.
+    # pool bounds a process by its size instead, and a thread that holds its connection long (a
+    # streamed export, a crawl worker's watcher) then makes the others wait for one, or fail.
     # Reopened after 60 s, so a backend's memory and a changed server setting do not live forever;
     # checked before its first use in each request or task, so a connection the server dropped
     # (restart, pg_terminate_backend, failover) is replaced instead of failing the request.
