@@ -28,6 +28,7 @@ import heapq
 import itertools
 import logging
 import os
+import queue
 import socket
 import threading
 import time
@@ -43,7 +44,8 @@ logger = logging.getLogger(__name__)
 
 SITE_CRAWL_TASK = "harvest.crawl_site"
 DATABASE_THREADS = 4  # threads that start and end sites (the database work), whatever the sites
-WATCH_SECONDS = 0.05  # how often the watcher answers deduplication questions and collects ended sites
+DEDUP_THREADS = 2  # threads that answer the sites' deduplication questions as they come
+WATCH_SECONDS = 0.05  # how often the watcher starts due sites and collects ended ones
 RETRY_SECONDS = (10, 20, 40, 80, 160)  # a site whose start met a database error is tried again after
 SHUTDOWN_SECONDS = 30.0  # a warm shutdown waits this long for the stopped sites to close their files
 
@@ -99,6 +101,15 @@ class SiteCrawls:
         self._database = ThreadPoolExecutor(max_workers=DATABASE_THREADS, thread_name_prefix="site-crawls")
         self._watcher = threading.Thread(target=self._watch, name="site-crawls-watcher", daemon=True)
         self._watcher.start()
+        # Every site's dedup index puts its database questions in this one queue, answered at once by
+        # threads of their own (a site's fetch waits for the answer).
+        self.dedup_questions: queue.SimpleQueue = queue.SimpleQueue()
+        self._answerers = [
+            threading.Thread(target=self._answer_dedup, name=f"site-crawls-dedup-{n}", daemon=True)
+            for n in range(DEDUP_THREADS)
+        ]
+        for thread in self._answerers:
+            thread.start()
 
     # -- deliveries (the consumer's thread) -------------------------------------------------------------
 
@@ -128,7 +139,6 @@ class SiteCrawls:
             try:
                 with self._turn:
                     self._start_due()
-                    self._serve_dedup()
                     self._collect_ended()
                     if time.monotonic() >= next_report:
                         next_report = time.monotonic() + self.interval
@@ -173,7 +183,12 @@ class SiteCrawls:
         site = None
         try:
             close_old_connections()
-            site = site_crawl_start(delivery.entry_id, redelivered=delivery.redelivered, worker=self.worker)
+            site = site_crawl_start(
+                delivery.entry_id,
+                redelivered=delivery.redelivered,
+                worker=self.worker,
+                dedup_questions=self.dedup_questions,
+            )
         except OperationalError as error:  # the database is away: try again later, as the task retried
             if delivery.attempts < len(RETRY_SECONDS):
                 seconds = RETRY_SECONDS[delivery.attempts]
@@ -201,15 +216,21 @@ class SiteCrawls:
         elif site is None:  # nothing to do (ended, running elsewhere, job stopped), or it failed for good
             _acknowledge(delivery)
 
-    def _serve_dedup(self) -> None:
-        with self._lock:
-            indexes = [site.dedup for _delivery, site in self.running.values() if site.dedup is not None]
-        if indexes:
-            from django.db import close_old_connections
+    def _answer_dedup(self) -> None:
+        from django.db import close_old_connections
 
-            close_old_connections()
-            for index in indexes:
-                index.serve(0)
+        from harvest.crawler.dedup import answer
+
+        while not self._closing.is_set():
+            try:
+                question = self.dedup_questions.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            try:
+                close_old_connections()
+                answer(question)
+            except Exception:  # answer() hands the question's own errors to the asking thread
+                logger.exception("a deduplication question could not be answered")
 
     def _collect_ended(self) -> None:
         with self._lock:
@@ -301,6 +322,8 @@ class SiteCrawls:
         """A warm shutdown: the sites that have ended are recorded, the others let go."""
         self._closing.set()
         self._watcher.join()
+        for thread in self._answerers:
+            thread.join()
         self._collect_ended()
         self._database.shutdown(wait=True)  # the sites starting or ending finish that first
         self.let_go()

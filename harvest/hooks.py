@@ -31,10 +31,12 @@ capture_recorder = Hook(
 
 dedup_index = Hook(
     "harvest.dedup_index",
-    default=lambda *, policy, harvest_definition_id, memory: None,
-    doc="(policy, harvest_definition_id, memory) → the crawl-time dedup index of a template's policy: "
-    "the crawler's DedupIndex protocol, plus serve(timeout) answering questions on the task thread. "
-    "Without storage: None (no crawl-time dedup).",
+    default=lambda *, policy, harvest_definition_id, memory, questions=None: None,
+    doc="(policy, harvest_definition_id, memory, questions=None) → the crawl-time dedup index of a "
+    "template's policy: the crawler's DedupIndex protocol, plus serve(timeout) answering questions on "
+    "the task thread; given a queue (questions), it puts its database questions there instead, for "
+    "threads that answer those of every site (harvest.consumer). Without storage: None (no crawl-time "
+    "dedup).",
 )
 
 warc_files_closed = Hook(

@@ -285,9 +285,14 @@ class RunningSite:
     dedup: object | None  # a dedup index whose database questions some thread must answer
 
 
-def site_crawl_start(entry_id: int, *, redelivered: bool = False, worker: str = "") -> RunningSite | None:
+def site_crawl_start(
+    entry_id: int, *, redelivered: bool = False, worker: str = "", dedup_questions=None
+) -> RunningSite | None:
     """Mark a site crawl running and hand it to this process's engine; None if there is nothing to
-    do (ended already, running elsewhere, its job stopped). Returns at once: the engine crawls."""
+    do (ended already, running elsewhere, its job stopped). Returns at once: the engine crawls.
+
+    ``dedup_questions``: a queue for the database questions of the site's dedup index, answered by
+    threads of the caller's (otherwise by whoever calls the index's ``serve``)."""
     _recover_once()
     worker = worker or f"{socket.gethostname()}:{threading.get_native_id()}"
     entry = site_crawl_begin(entry_id=entry_id, worker=worker, redelivered=redelivered)
@@ -301,7 +306,10 @@ def site_crawl_start(entry_id: int, *, redelivered: bool = False, worker: str = 
         dedup = None
         if policy != DedupPolicy.OFF:
             dedup = hooks.dedup_index.call(
-                policy=policy, harvest_definition_id=job.harvest_definition_id, memory=files.written
+                policy=policy,
+                harvest_definition_id=job.harvest_definition_id,
+                memory=files.written,
+                questions=dedup_questions,
             )
         site = site_settings(entry, job)
         crawl = SiteCrawl(

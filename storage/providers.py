@@ -29,10 +29,14 @@ def capture_recorder(*, job_id: int | None, directory) -> CaptureRecorder:
     return CaptureRecorder(job_id=job_id, directory=directory)
 
 
-def dedup_index(*, policy: str, harvest_definition_id: int | None, memory) -> CaptureDedupIndex | None:
+def dedup_index(
+    *, policy: str, harvest_definition_id: int | None, memory, questions=None
+) -> CaptureDedupIndex | None:
     if policy == DedupPolicy.OFF:
         return None
-    return CaptureDedupIndex(policy=policy, harvest_definition_id=harvest_definition_id, memory=memory)
+    return CaptureDedupIndex(
+        policy=policy, harvest_definition_id=harvest_definition_id, memory=memory, questions=questions
+    )
 
 
 def warc_files_closed(*, infos, job_id: int | None, recovered: bool = False) -> list[int]:

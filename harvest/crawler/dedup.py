@@ -223,3 +223,14 @@ def _open_record(original: Original) -> BinaryIO | None:
         stream.seek(original.offset)
         return stream
     return None
+
+
+def answer(question) -> None:
+    """Answer one question a dedup index queued for a thread with database access (``(function,
+    argument, future)``): the asking thread gets the answer, or the error."""
+    function, argument, future = question
+    if future.set_running_or_notify_cancel():
+        try:
+            future.set_result(function(argument))
+        except Exception as error:  # the asking thread gets it
+            future.set_exception(error)

@@ -17,7 +17,7 @@ from datetime import UTC
 from functools import partial
 
 from harvest.choices import DedupPolicy
-from harvest.crawler.dedup import MemoryDedupIndex, Original
+from harvest.crawler.dedup import MemoryDedupIndex, Original, answer
 from storage.models import Capture
 from storage.services.replication import warc_file_open
 from storage.warcindex import url_key
@@ -28,13 +28,23 @@ ANSWER_SECONDS = 30  # a question nobody answers in this time gets "no earlier c
 class CaptureDedupIndex:
     """Earlier captures of the archive, as a template's dedup policy allows (all, or one definition)."""
 
-    def __init__(self, *, policy: str, harvest_definition_id: int | None, memory: MemoryDedupIndex):
+    def __init__(
+        self,
+        *,
+        policy: str,
+        harvest_definition_id: int | None,
+        memory: MemoryDedupIndex,
+        questions: queue.SimpleQueue | None = None,
+    ):
+        """``questions``: where the database questions go (a queue shared by the indexes of a process,
+        answered by threads of its own with :func:`answer`); by default a queue of this index's own,
+        answered by whoever calls :meth:`serve`."""
         if policy not in (DedupPolicy.ALL, DedupPolicy.SAME_DEFINITION):
             raise ValueError(f"no dedup index for the policy {policy!r}")
         self.policy = policy
         self.harvest_definition_id = harvest_definition_id
         self.memory = memory
-        self._questions: queue.SimpleQueue = queue.SimpleQueue()
+        self._questions: queue.SimpleQueue = questions if questions is not None else queue.SimpleQueue()
         self._server: threading.Thread | None = None
 
     # -- what the crawler asks (any thread) ----------------------------------------------------
@@ -70,12 +80,7 @@ class CaptureDedupIndex:
                 question = self._questions.get(timeout=wait) if wait else self._questions.get_nowait()
             except queue.Empty:
                 return answered
-            function, argument, future = question
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(function(argument))
-                except Exception as error:  # the asking thread gets it
-                    future.set_exception(error)
+            answer(question)
             answered += 1
             wait = 0
 

@@ -140,3 +140,22 @@ def test_a_worker_over_its_memory_budget_takes_no_new_site(worker, sites):
     worker.start()  # …and a worker with room crawls them
     wait_for(lambda: status(job) == JobStatus.DONE, timeout=120, message=worker.logs())
     assert HarvestInfo.objects.filter(job=job, stop_reason=StopReason.COMPLETED).count() == 3
+
+
+def test_a_second_crawl_through_the_worker_stores_what_has_not_changed_as_revisits(worker, sites):
+    """The sites' deduplication questions (the template's default policy: every earlier capture) are
+    answered by the worker's own threads, for all its sites at once."""
+    worker.start()
+    first = job_of(sites, 3)
+    jobs_dispatch_submitted()
+    wait_for(lambda: status(first) == JobStatus.DONE, timeout=120, message=worker.logs())
+    assert set(JobConfiguration.objects.filter(job=first).values_list("duplicates", flat=True)) == {0}
+
+    second = job_of(sites, 3)
+    jobs_dispatch_submitted()
+    wait_for(lambda: status(second) == JobStatus.DONE, timeout=120, message=worker.logs())
+    # The same pages again: each is written as a revisit of the first job's capture.
+    for entry in JobConfiguration.objects.filter(job=second):
+        assert entry.urls_done == urls_per_site(PAGES)
+        assert entry.duplicates >= PAGES, entry.report
+    assert_valid_warcs(second)
