@@ -34,6 +34,7 @@ from webarchive.api.fields import (
     IdField,
     IdRelatedField,
     ModelSerializer,
+    NameRelatedField,
     VersionedModelSerializer,
     VersionField,
 )
@@ -181,7 +182,7 @@ class DomainListReportSerializer(serializers.Serializer):
 
 
 class SeedListSerializer(CreateOnlyMixin, VersionedModelSerializer):
-    domain = serializers.SlugRelatedField(slug_field="name", queryset=Domain.objects.all())
+    domain = NameRelatedField(slug_field="name", queryset=Domain.objects.all())
     seed_urls = serializers.ListField(
         child=CharField(), read_only=True, help_text=_("The seeds normalised, once each.")
     )
@@ -207,7 +208,7 @@ class SeedListSerializer(CreateOnlyMixin, VersionedModelSerializer):
 
 
 class ConfigurationSerializer(CreateOnlyMixin, VersionedModelSerializer):
-    domain = serializers.SlugRelatedField(slug_field="name", queryset=Domain.objects.all())
+    domain = NameRelatedField(slug_field="name", queryset=Domain.objects.all())
     seed_lists = IdRelatedField(
         many=True,
         queryset=SeedList.objects.all(),

@@ -7,6 +7,7 @@ from webarchive.api.fields import (
     CharField,
     IdRelatedField,
     ModelSerializer,
+    NameRelatedField,
     VersionedModelSerializer,
     VersionField,
 )
@@ -16,7 +17,7 @@ from webarchive.permissions import SELECTION_PEOPLE, people_with_roles
 class CollectionSerializer(VersionedModelSerializer):
     """A collection; changing one needs the ``version`` read before."""
 
-    members = serializers.SlugRelatedField(
+    members = NameRelatedField(
         slug_field="username", many=True, required=False, queryset=people_with_roles(SELECTION_PEOPLE)
     )
 
@@ -72,7 +73,7 @@ class RecordSerializer(VersionedModelSerializer):
     """A record. Creating one runs the online check; updating one needs the ``version`` read before."""
 
     # Librarians and curators (never a service account); a record's current one stays.
-    responsible = serializers.SlugRelatedField(
+    responsible = NameRelatedField(
         slug_field="username", queryset=people_with_roles(SELECTION_PEOPLE), required=False
     )
     keywords = KeywordListField(required=False)

@@ -318,6 +318,26 @@ def test_seed_lists_are_created_updated_and_deleted_when_nothing_uses_them(api, 
     assert not SeedList.objects.filter(pk=seed_list.pk).exists()
 
 
+@pytest.mark.parametrize("kind", ["seedlist", "domainconfiguration"])
+def test_a_domain_named_with_a_null_character_is_refused_and_changes_nothing(api, make_domain, kind):
+    """PostgreSQL cannot compare a text holding NUL: the name is refused before any lookup."""
+    domain = make_domain("example.fr")
+    obj = (
+        SeedList.objects.filter(domain=domain).first()
+        if kind == "seedlist"
+        else domain.configurations.first()
+    )
+    before = obj.version
+    for name in ("exa\x00mple.fr", 12):
+        response = put(api, detail(kind, obj), {**api.get(detail(kind, obj)).json(), "domain": name})
+        assert response.status_code == 400, response.content
+        assert "domain" in response.json()
+    response = put(api, detail(kind, obj), {**api.get(detail(kind, obj)).json(), "domain": "exa\x00mple.fr"})
+    assert response.json() == {"domain": ["Null characters are not allowed."]}
+    obj.refresh_from_db()
+    assert obj.version == before and obj.domain_id == domain.pk
+
+
 def test_a_seed_list_in_use_or_the_last_one_is_not_deleted(api, make_domain):
     domain = make_domain("example.fr")
     default = SeedList.objects.get(domain=domain)

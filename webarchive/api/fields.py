@@ -1,6 +1,7 @@
 """Serializer fields that refuse what the database or the date arithmetic cannot take, with the reason.
 
 * Text is a JSON string (not a number that would be stored as its digits).
+* A name naming an object (a domain, a user) is text without NUL characters.
 * Ids are whole numbers from 1 to 2**63-1 (SQLite cannot be asked about a larger one).
 * Dates and date-times are between 1900-01-01 and 2999-12-31: a schedule or a window is
   computed by adding days, months and years, which overflows at the calendar's ends
@@ -59,6 +60,23 @@ class IdRelatedField(serializers.PrimaryKeyRelatedField):
     def to_internal_value(self, data):
         if not isinstance(data, bool) and (error := id_range_error(data)):
             raise serializers.ValidationError(error.messages, code="out_of_range")
+        return super().to_internal_value(data)
+
+
+class NameRelatedField(serializers.SlugRelatedField):
+    """An object by its name (a domain, a user): text without NUL characters, refused before any
+    query (PostgreSQL cannot compare a text with one: the lookup would fail with an error 500)."""
+
+    default_error_messages = {
+        **serializers.SlugRelatedField.default_error_messages,
+        "null_characters": _("Null characters are not allowed."),
+    }
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        if "\x00" in data:
+            self.fail("null_characters")
         return super().to_internal_value(data)
 
 
