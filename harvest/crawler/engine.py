@@ -206,8 +206,7 @@ class CrawlEngine:
         with self._ready:
             handle.address, handle.resolved_at = address or None, time.monotonic()
             handle.running = False
-            if handle.woken:
-                handle.woken = False
+            handle.woken = False  # it is due at once anyway
             heapq.heappush(self._heap, _Due(time.monotonic(), next(self._order), handle.turn, handle))
             self._ready.notify()
         return True
