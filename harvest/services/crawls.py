@@ -4,8 +4,12 @@ A job is a database row; the queue is only transport. A submitted job is
 dispatched once (one ``harvest.crawl_site`` task per domain configuration on
 the job's queue); each site crawl moves its JobConfiguration from queued to
 running to ended, writing its progress there every few seconds; the site that
-ends last ends the job. Every step locks the job row first, so that two sites
-ending together, or a stop arriving while a site starts, cannot both act.
+ends last ends the job. A step that changes the job's state (its start, a stop,
+its end) holds the job's row lock, so that two sites ending together, or a stop
+arriving while a site starts, cannot both act; the start and end of a site of a
+job under way lock only that site's row until the end's last statements (the
+job's counters), so that the thousands of sites of a snapshot start and end
+side by side.
 Redelivered tasks (a worker killed mid-crawl) find their site running and
 crawl it again from the start; a site already ended is not crawled twice.
 """
@@ -74,7 +78,13 @@ def site_crawl_begin(*, entry_id: int, worker: str, redelivered: bool = False) -
     alive elsewhere does nothing.
     """
     job_id = JobConfiguration.objects.values_list("job_id", flat=True).get(pk=entry_id)
-    job = Job.objects.select_for_update().get(pk=job_id)
+    job = Job.objects.get(pk=job_id)
+    if job.status != JobStatus.STARTED or job.stop_requested_at is not None:
+        job = Job.objects.select_for_update().get(pk=job_id)  # the job may change state: its lock first
+    # Otherwise, the usual case (a site of a job under way), only the site's row is locked, so that
+    # the sites of one job (a snapshot has thousands) start side by side. A stop arriving meanwhile
+    # either ends this site while it is still queued (it is then seen ended below) or finds it
+    # running and stops it at its next progress report.
     entry = JobConfiguration.objects.select_for_update().select_related("domain").get(pk=entry_id)
     if not SITE_CRAWL_TRANSITIONS.may(entry.state, SiteState.RUNNING):
         return None  # it has ended: a site is not crawled twice
@@ -193,11 +203,15 @@ def site_crawl_end(
     broken: bool = False,
 ) -> bool:
     """Record how a site crawl ended (HarvestInfo, report, external links); True if that ended the job."""
-    job_id = JobConfiguration.objects.values_list("job_id", flat=True).get(pk=entry_id)
-    job = Job.objects.select_for_update().get(pk=job_id)
+    # The site's row is locked first and the job's last, for its counters and its end only: the
+    # sites of one job end side by side, and whoever takes the job's lock last sees every other
+    # site's end committed (each releases that lock only when it commits), so exactly one ends the
+    # job. Those that lock the job first (a stop, the watchdog) lock only queued sites, or skip
+    # the sites locked here.
     entry = JobConfiguration.objects.select_for_update().get(pk=entry_id)
     if not SITE_CRAWL_TRANSITIONS.may(entry.state, SiteState.ENDED):
         return False  # ended already (a task delivered twice, or the job was stopped)
+    job = Job.objects.select_related("harvest_definition").get(pk=entry.job_id)
     entry.urls_done = progress.urls_done
     # A site stopped by an operator keeps what it still had queued: its bar shows how far it got.
     entry.urls_queued = progress.urls_queued if stop_reason == StopReason.OPERATOR else 0
@@ -208,12 +222,14 @@ def site_crawl_end(
     entry.rate = progress.rate
     entry.error = progress.error
     entry.report = {**report, "broken": broken}
-    _end_entry(job, entry, stop_reason=_stop_reason(job, entry, stop_reason))
+    _end_entry(job, entry, stop_reason=_stop_reason(job, entry, stop_reason), count=False)
     ExternalLink.objects.filter(entry=entry).delete()
     ExternalLink.objects.bulk_create(
         [ExternalLink(entry=entry, url=url[:4000], count=count) for url, count in external_links.items()],
         batch_size=2000,
     )
+    job = Job.objects.select_for_update().get(pk=job.pk)
+    _count_ended(job, [entry])
     return _end_job_if_complete(job)
 
 
@@ -235,8 +251,9 @@ def _stop_reason(job: Job, entry: JobConfiguration, crawler_reason: str) -> str:
 
 
 def _end_entry(job: Job, entry: JobConfiguration, *, stop_reason: str, count: bool = True) -> None:
-    """End a site crawl (the caller holds the job's lock) and, unless ``count`` is False (the caller
-    counts a batch with :func:`_count_ended`), add its progress to the job's counters."""
+    """End a site crawl (the caller holds the site's lock) and, unless ``count`` is False (the caller
+    counts with :func:`_count_ended`), add its progress to the job's counters (the caller holds
+    the job's lock)."""
     SITE_CRAWL_TRANSITIONS.apply(entry, SiteState.ENDED)
     entry.stop_reason = stop_reason
     entry.ended_at = timezone.now()
@@ -327,7 +344,7 @@ def job_stop(*, job: Job, user=None) -> Job:
         return job
     job.stop_requested_at = timezone.now()
     save_as(job, user)
-    ended = list(job.configurations.filter(state=SiteState.QUEUED).select_for_update())
+    ended = list(job.configurations.filter(state=SiteState.QUEUED).order_by("pk").select_for_update())
     for entry in ended:
         _end_entry(job, entry, stop_reason=StopReason.OPERATOR, count=False)
     _count_ended(job, ended)
@@ -359,7 +376,12 @@ def jobs_fail_stalled(*, now=None) -> list[Job]:
             if JobConfiguration.objects.filter(job__queue=job.queue, progress_at__gte=cutoff).exists():
                 continue
             minutes = settings.HARVEST_STALL_SECONDS // 60
-            ended = list(job.configurations.exclude(state=SiteState.ENDED).select_for_update())
+            # A site whose end is being recorded right now (its row locked) is left to it.
+            ended = list(
+                job.configurations.exclude(state=SiteState.ENDED)
+                .order_by("pk")
+                .select_for_update(skip_locked=True)
+            )
             for entry in ended:
                 entry.error = _("Stopped by the watchdog: no progress for %(minutes)d minutes.") % {
                     "minutes": minutes
