@@ -232,15 +232,23 @@ def checksum_only(paths: list[str]) -> int:
 
 
 def empty_index() -> None:
-    """Empty the capture index and the file list, so that each run of index_warcs starts the same."""
+    """Empty the capture index, the full-text index and the file list, so that each run of
+    index_warcs does the same work (the full-text index keeps a payload's text by its digest: left
+    full, the second run would find every document already read)."""
     from django.db import connection
 
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute("TRUNCATE storage_capture, storage_warcfile RESTART IDENTITY CASCADE")
+            cursor.execute(
+                "TRUNCATE storage_capture, storage_warcfile, storage_searchanchor, storage_searchentry,"
+                " storage_searchtext RESTART IDENTITY CASCADE"
+            )
             with contextlib.suppress(Exception):  # write the dirty pages now, not during the next run
                 cursor.execute("CHECKPOINT")
         else:
+            cursor.execute("DELETE FROM storage_searchanchor")
+            cursor.execute("DELETE FROM storage_searchentry")
+            cursor.execute("DELETE FROM storage_searchtext")
             cursor.execute("DELETE FROM storage_capture")
             cursor.execute("DELETE FROM storage_storageevent")
             cursor.execute("DELETE FROM storage_replica")
