@@ -22,7 +22,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -142,25 +142,32 @@ def site_crawls_progress(reports) -> set[int]:
     reports = list(reports)
     if not reports:
         return set()
-    now = timezone.now()
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    running = SiteState.RUNNING.value
     rows = [
-        JobConfiguration(
-            pk=entry_id,
-            urls_done=progress.urls_done,
-            urls_queued=progress.urls_queued,
-            bytes_done=progress.bytes,
-            error_count=progress.errors,
-            duplicates=progress.duplicates,
-            duplicate_bytes=progress.duplicate_bytes,
-            rate=progress.rate,
-            current_url=progress.current_url[:2000],
-            progress_at=now,
+        (
+            progress.urls_done,
+            progress.urls_queued,
+            progress.bytes,
+            progress.errors,
+            progress.duplicates,
+            progress.duplicate_bytes,
+            progress.rate,
+            progress.current_url[:2000],
+            now,
+            entry_id,
+            running,
         )
-        for entry_id, _job_id, progress in reports
+        for entry_id, _job_id, progress in sorted(
+            reports, key=lambda report: report[0]
+        )  # locked in key order
     ]
-    JobConfiguration.objects.filter(state=SiteState.RUNNING).bulk_update(
-        rows, PROGRESS_FIELDS, batch_size=PROGRESS_BATCH
-    )
+    # One plain statement, sent for every site at once (psycopg pipelines executemany): the ORM's
+    # bulk_update builds a CASE of 500 branches per field, which cost a worker holding a thousand
+    # sites more CPU than crawling them.
+    with transaction.atomic(), connection.cursor() as cursor:
+        for start in range(0, len(rows), PROGRESS_BATCH):
+            cursor.executemany(_progress_statement(), rows[start : start + PROGRESS_BATCH])
     stopping = {
         pk
         for pk, status, stop_requested_at in Job.objects.filter(pk__in={job_id for _e, job_id, _p in reports})
@@ -182,6 +189,17 @@ PROGRESS_FIELDS = [
     "current_url",
     "progress_at",
 ]
+
+
+def _progress_statement() -> str:
+    """UPDATE of one running site's progress fields (in PROGRESS_FIELDS' order), by id and state."""
+    meta = JobConfiguration._meta
+    name = connection.ops.quote_name
+    assignments = ", ".join(f"{name(meta.get_field(field).column)} = %s" for field in PROGRESS_FIELDS)
+    return (
+        f"UPDATE {name(meta.db_table)} SET {assignments}"  # noqa: S608 (names from the model, values bound)
+        f" WHERE {name(meta.pk.column)} = %s AND {name(meta.get_field('state').column)} = %s"
+    )
 
 
 def site_crawls_abandon(entry_ids) -> int:

@@ -22,10 +22,10 @@ from harvest.filtersets import DomainFilterSet
 from harvest.models import Domain, Job, JobConfiguration
 from harvest.models.jobs import ENDED_COUNTERS, SITE_PROGRESS_FIELDS
 from harvest.selectors import job_sites, job_sites_page, job_totals
-from harvest.services.crawls import job_stop, jobs_fail_stalled, site_crawl_begin
+from harvest.services.crawls import job_stop, jobs_fail_stalled, site_crawl_begin, site_crawls_progress
 from harvest.services.jobs import job_resubmit
 from harvest.services.planning import definition_configurations_change
-from tests.harvest.sitecrawls import end, launch, run
+from tests.harvest.sitecrawls import end, launch, progress, run
 from webarchive.permissions import Role
 
 pytestmark = pytest.mark.django_db
@@ -260,3 +260,47 @@ def test_on_postgresql_the_searches_and_the_failed_sites_have_their_indexes(doma
         ended_at__gte=timezone.now(),
     ).order_by("-ended_at")
     assert "harvest_jobconf_failed_ended" in plan(*failed.query.sql_with_params())
+
+
+def test_the_progress_of_many_sites_is_written_in_batches_and_an_ended_site_is_left_as_it_ended(
+    job, monkeypatch
+):
+    """A crawl worker reports every site it holds at once: each running site gets its own numbers,
+    whatever the batch it falls in; a site that ended meanwhile keeps what its end wrote."""
+    monkeypatch.setattr("harvest.services.crawls.PROGRESS_BATCH", 2)
+    names = NAMES[:5]
+    entries = [run(job, name) for name in names]
+    end(job, "delta.fr", urls_done=3, bytes=30)
+    reports = [
+        (
+            entry.pk,
+            job.pk,
+            progress(
+                urls_done=n + 10, urls_queued=n, bytes=n * 100, rate=n / 2, current_url=f"https://{name}/{n}"
+            ),
+        )
+        for n, (entry, name) in enumerate(zip(entries, names, strict=True))
+    ]
+    assert site_crawls_progress(reversed(reports)) == set()
+    for n, (entry, name) in enumerate(zip(entries, names, strict=True)):
+        entry.refresh_from_db()
+        if name == "delta.fr":
+            assert (entry.state, entry.urls_done, entry.bytes_done, entry.current_url) == (
+                SiteState.ENDED,
+                3,
+                30,
+                "",
+            )
+            continue
+        assert (entry.urls_done, entry.urls_queued, entry.bytes_done, entry.rate, entry.current_url) == (
+            n + 10,
+            n,
+            n * 100,
+            n / 2,
+            f"https://{name}/{n}",
+        )
+        assert entry.progress_at is not None and abs(entry.progress_at - timezone.now()) < timedelta(
+            minutes=1
+        )
+    job_stop(job=Job.objects.get(pk=job.pk))
+    assert site_crawls_progress(reports) == {entry.pk for entry in entries}
