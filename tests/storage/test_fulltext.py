@@ -184,6 +184,22 @@ def test_index_warcs_fills_the_full_text_index_once_per_payload_and_again_harmle
     assert SearchText.objects.count() == 3
 
 
+@pytest.mark.django_db
+def test_index_warcs_no_text_indexes_the_captures_only_and_a_later_run_fills_the_text(tmp_path, capsys):
+    page = html("Bibliothèque", "Les collections de la bibliothèque municipale", "fr")
+    path = write_pages(tmp_path / "pages.warc.gz", [("http://ville.fr/", "text/html", page)])
+    call_command("index_warcs", str(path), "--workers", "1", "--no-text")
+    out, _err = capsys.readouterr()
+    assert "Full-text index: not asked (--no-text)" in out
+    assert Capture.objects.filter(url="http://ville.fr/").count() == 1
+    assert not SearchText.objects.exists() and not SearchEntry.objects.exists()
+    call_command("index_warcs", str(path), "--workers", "1")
+    out, _err = capsys.readouterr()
+    assert "Full-text index: 1 documents read, 0 already indexed, 0 skipped, 1 entries" in out
+    assert urls(search_as("collections")) == ["http://ville.fr/"]
+    assert Capture.objects.count() == 1
+
+
 # Worker processes and, on PostgreSQL, a thread storing texts on its own connection: committed rows.
 @pytest.mark.django_db(transaction=True)
 def test_the_same_page_captured_in_two_years_is_one_hit_with_its_captures(tmp_path):

@@ -46,8 +46,14 @@ class Command(BaseCommand):
             default=os.cpu_count() or 1,
             help="Processes reading files side by side while this one loads the index (default: one a CPU).",
         )
+        parser.add_argument(
+            "--no-text",
+            action="store_true",
+            help="The capture index only: read no documents for the full-text index (running the command "
+            "again without it fills the full-text index later).",
+        )
 
-    def handle(self, *args, paths, cdxj=None, job=None, workers=1, verbosity=1, **options):
+    def handle(self, *args, paths, cdxj=None, job=None, workers=1, no_text=False, verbosity=1, **options):
         if workers < 1:
             raise CommandError(f"--workers {workers}: give 1 or more.")
         if job is not None and not Job.objects.filter(pk=job).exists():
@@ -92,6 +98,8 @@ class Command(BaseCommand):
                 if verbosity > 1 or (verbosity == 1 and result.replaced):
                     again = f", replacing {result.replaced}" if result.replaced else ""
                     self.stdout.write(f"{path}: {result.captures} captures{again}")
+                if no_text:
+                    continue
                 wanted, already = wanted_documents(result.entries)
                 texts.known += already
                 pending.append((path, result.entries, _submit(pool, read_documents, path, wanted)))
@@ -106,10 +114,13 @@ class Command(BaseCommand):
         rate = captures / elapsed if elapsed else 0
         summary = f"{files} files, {captures} captures indexed in {elapsed:.1f} s ({rate:,.0f}/s)"
         self.stdout.write(self.style.SUCCESS(summary))
-        self.stdout.write(
-            f"Full-text index: {texts.read} documents read, {texts.known} already indexed, "
-            f"{len(texts.skipped)} skipped, {texts.entries} entries"
-        )
+        if no_text:
+            self.stdout.write("Full-text index: not asked (--no-text)")
+        else:
+            self.stdout.write(
+                f"Full-text index: {texts.read} documents read, {texts.known} already indexed, "
+                f"{len(texts.skipped)} skipped, {texts.entries} entries"
+            )
         for line in texts.skipped:
             self.stderr.write(f"skipped (full-text index): {line}")
         if failed:
