@@ -89,6 +89,7 @@ class SiteCrawls:
         self.interval = interval
         self.worker = worker
         self.running: dict[int, tuple[_Delivery, object]] = {}  # entry id -> (delivery, worker.RunningSite)
+        self._ended_ids: queue.SimpleQueue[int] = queue.SimpleQueue()  # put by the engine as sites end
         self.starting = 0
         self.started = self.ended = 0
         self._full = False  # over the memory budget at the last look
@@ -211,6 +212,8 @@ class SiteCrawls:
             if site is not None and not late:
                 self.running[delivery.entry_id] = (delivery, site)
                 self.started += 1
+        if site is not None and not late:
+            site.handle.when_done(lambda _handle, entry_id=delivery.entry_id: self._ended_ids.put(entry_id))
         if late:  # started while the others were let go: its message's channel is gone too
             self._let_go_sites([(delivery, site)])
         elif site is None:  # nothing to do (ended, running elsewhere, job stopped), or it failed for good
@@ -233,9 +236,18 @@ class SiteCrawls:
                 logger.exception("a deduplication question could not be answered")
 
     def _collect_ended(self) -> None:
+        ended = set()
+        while True:  # the sites the engine says have ended since the last turn (not a scan of them all)
+            try:
+                ended.add(self._ended_ids.get_nowait())
+            except queue.Empty:
+                break
         with self._lock:
-            ended = [entry_id for entry_id, (_delivery, site) in self.running.items() if site.handle.done]
-            finished = [self.running.pop(entry_id) for entry_id in ended]
+            # An id seen here may be of a site let go and delivered again since: only an ended one goes.
+            ended = [entry_id for entry_id in ended if entry_id in self.running]
+            finished = [
+                self.running.pop(entry_id) for entry_id in ended if self.running[entry_id][1].handle.done
+            ]
         for delivery, site in finished:
             self._database.submit(self._end, delivery, site)
 

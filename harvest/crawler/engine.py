@@ -60,6 +60,9 @@ def site_address(crawl: SiteCrawl, *, timeout: float = defaults.CONNECT_TIMEOUT)
     return addresses[0] if addresses else None
 
 
+_CALLBACKS_LOCK = threading.Lock()  # a site's end against a callback being added: one of them runs it
+
+
 @dataclass(order=True)
 class _Due:
     at: float
@@ -81,6 +84,7 @@ class SiteHandle:
         self.address: str | None = _UNRESOLVED  # the IP address its politeness is counted on
         self.resolved_at = 0.0
         self._done = threading.Event()
+        self._callbacks: list = []
 
     @property
     def done(self) -> bool:
@@ -101,8 +105,23 @@ class SiteHandle:
         if self.crawl.overdue():
             self.stop(TIME_LIMIT)
 
+    def when_done(self, callback) -> None:
+        """Call ``callback(handle)`` once the crawl has ended, from the
+        thread that ended it, under the engine's lock (so: quick, and not calling the engine), or at
+        once from this one if it has ended: a holder of thousands of sites learns of each end without
+        polling them."""
+        with _CALLBACKS_LOCK:
+            if not self._done.is_set():
+                self._callbacks.append(callback)
+                return
+        callback(self)
+
     def _finished(self) -> None:
-        self._done.set()
+        with _CALLBACKS_LOCK:
+            self._done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(self)
 
 
 class CrawlEngine:

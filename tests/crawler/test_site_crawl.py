@@ -152,13 +152,20 @@ def test_an_operator_stop_ends_a_site_waiting_out_a_long_delay(site, tmp_path):
     site_crawl = SiteCrawl(settings, session=session, writer=writer)
     engine = CrawlEngine(threads=1)
     handle = engine.submit(site_crawl)
+    told = []
+    handle.when_done(lambda ended: told.append(("before", ended.done)))
     deadline = time.monotonic() + 10
     while site_crawl.urls_done < 1 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not handle.wait(0.2)  # waiting out its 60 s delay
+    assert told == []
     handle.stop(OPERATOR)
     assert handle.wait(10)
-    engine.shutdown()
+    engine.shutdown()  # its fetch thread, which ended the site and called back, has ended
+    # Told once it has ended (a callback given before the end, by the thread that ended it; one given
+    # after, at once).
+    handle.when_done(lambda ended: told.append(("after", ended.done)))
+    assert told == [("before", True), ("after", True)]
     writer.close()
     assert site_crawl.stop_reason == OPERATOR
     assert 1 <= site_crawl.urls_done < 5
