@@ -47,6 +47,7 @@ import itertools
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -381,19 +382,9 @@ def _get_list(params: Mapping, name: str) -> list[str]:
 # -- answering ----------------------------------------------------------------------------------------
 
 
-# The capture fields a CDX line is made of (capture_entry), its WARC file's name aside.
-LINE_FIELDS = (
-    "urlkey",
-    "timestamp",
-    "url",
-    "record_type",
-    "mime",
-    "status",
-    "digest",
-    "length",
-    "offset",
-    "record_id",
-)
+# The capture fields a CDX line is made of (capture_entry: an Entry's, each a Capture field of its name),
+# its WARC file's name aside.
+LINE_FIELDS = tuple(field.name for field in dataclass_fields(Entry))
 
 
 def captures_lookup(query: CdxQuery, captures=None) -> Iterator[Capture]:
