@@ -47,6 +47,7 @@ DATABASE_THREADS = 4  # threads that start and end sites (the database work), wh
 DEDUP_THREADS = 2  # threads that answer the sites' deduplication questions as they come
 WATCH_SECONDS = 0.05  # how often the watcher starts due sites and collects ended ones
 RETRY_SECONDS = (10, 20, 40, 80, 160)  # a site whose start met a database error is tried again after
+HEARTBEAT_INTERVALS = 4  # an unchanged site's row is written every 4 intervals (the watchdog: 3 + 10 s)
 SHUTDOWN_SECONDS = 30.0  # a warm shutdown waits this long for the stopped sites to close their files
 
 _host: SiteCrawls | None = None  # this process's, once the step has started
@@ -272,7 +273,7 @@ class SiteCrawls:
         from django.db import close_old_connections
 
         from harvest.crawler.outcomes import OPERATOR
-        from harvest.services.crawls import site_crawls_progress
+        from harvest.services.crawls import jobs_stopping, site_crawls_progress
 
         with self._lock:
             sites = [site for _delivery, site in self.running.values()]
@@ -281,11 +282,22 @@ class SiteCrawls:
         for site in sites:
             site.handle.stop_if_overdue()
         close_old_connections()
-        stopping = site_crawls_progress(
-            [(site.entry_id, site.job_id, site.crawl.progress()) for site in sites]
-        )
+        # A site's row is written when its numbers have changed, and at least every few intervals
+        # (its heartbeat: a row not written for three intervals is taken for a dead worker's). A
+        # site waiting out a delay of seconds changes less often than the interval.
+        now = time.monotonic()
+        heartbeat = HEARTBEAT_INTERVALS * self.interval
+        reports = []
         for site in sites:
-            if site.entry_id in stopping:
+            progress = site.crawl.progress()
+            numbers = (progress.urls_done, progress.urls_queued, progress.bytes, progress.errors)
+            if numbers != site.reported or now - site.reported_at >= heartbeat:
+                reports.append((site.entry_id, site.job_id, progress))
+                site.reported, site.reported_at = numbers, now
+        site_crawls_progress(reports)
+        stopping = jobs_stopping({site.job_id for site in sites})
+        for site in sites:
+            if site.job_id in stopping:
                 site.handle.stop(OPERATOR)
         for files in {id(site.files): site.files for site in sites}.values():
             files.register_closed()

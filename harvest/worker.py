@@ -283,6 +283,8 @@ class RunningSite:
     handle: object  # the engine's SiteHandle
     files: _JobFiles
     dedup: object | None  # a dedup index whose database questions some thread must answer
+    reported: tuple = ()  # the numbers of its last progress written (by a crawl worker's consumer)
+    reported_at: float = 0.0  # when (time.monotonic())
 
 
 def site_crawl_start(

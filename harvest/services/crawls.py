@@ -168,14 +168,19 @@ def site_crawls_progress(reports) -> set[int]:
     with transaction.atomic(), connection.cursor() as cursor:
         for start in range(0, len(rows), PROGRESS_BATCH):
             cursor.executemany(_progress_statement(), rows[start : start + PROGRESS_BATCH])
-    stopping = {
+    stopping = jobs_stopping({job_id for _e, job_id, _p in reports})
+    return {entry_id for entry_id, job_id, _progress in reports if job_id in stopping}
+
+
+def jobs_stopping(job_ids) -> set[int]:
+    """The jobs among ``job_ids`` whose sites should stop: a stop was asked, or the job has ended."""
+    return {
         pk
-        for pk, status, stop_requested_at in Job.objects.filter(pk__in={job_id for _e, job_id, _p in reports})
+        for pk, status, stop_requested_at in Job.objects.filter(pk__in=set(job_ids))
         .values_list("pk", "status", "stop_requested_at")
         .iterator()
         if stop_requested_at is not None or status != JobStatus.STARTED
     }
-    return {entry_id for entry_id, job_id, _progress in reports if job_id in stopping}
 
 
 PROGRESS_FIELDS = [

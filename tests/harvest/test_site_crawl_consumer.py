@@ -15,7 +15,7 @@ import pytest
 
 from harvest.choices import JobStatus, SiteState, StopReason
 from harvest.models import HarvestInfo, Job, JobConfiguration
-from harvest.services.crawls import jobs_dispatch_submitted
+from harvest.services.crawls import job_stop, jobs_dispatch_submitted
 from storage.models import WarcFile
 from tests.components import require_component
 from tests.crawl_worker import wait_for
@@ -159,3 +159,32 @@ def test_a_second_crawl_through_the_worker_stores_what_has_not_changed_as_revisi
         assert entry.urls_done == urls_per_site(PAGES)
         assert entry.duplicates >= PAGES, entry.report
     assert_valid_warcs(second)
+
+
+def test_a_site_waiting_out_a_long_delay_keeps_its_heartbeat_and_is_stopped_at_once(worker, sites):
+    """The worker writes a site's row when its numbers change, and every few intervals otherwise (its
+    heartbeat, 2 s here): a site waiting out a delay is not taken for a dead worker's, and a stop of
+    its job reaches it although it has nothing new to report."""
+    worker.start()
+    job = job_of(sites, 2, min_delay=60.0, max_delay=60.0)
+    jobs_dispatch_submitted()
+    entries = JobConfiguration.objects.filter(job=job)
+
+    def first_urls_written():
+        rows = list(
+            entries.filter(state=SiteState.RUNNING, urls_done__gte=1).values_list("pk", "progress_at")
+        )
+        return dict(rows) if len(rows) == 2 else None
+
+    seen = wait_for(first_urls_written, message=worker.logs())
+    done = dict(entries.values_list("pk", "urls_done"))
+    # Its row is written again with the same numbers: the heartbeat.
+    wait_for(
+        lambda: all(row.progress_at > seen[row.pk] for row in entries.all()),
+        timeout=30,
+        message=worker.logs(),
+    )
+    assert dict(entries.values_list("pk", "urls_done")) == done  # still waiting out its 60 s
+    job_stop(job=job)
+    wait_for(lambda: status(job) == JobStatus.STOPPED, timeout=30, message=worker.logs())
+    assert set(entries.values_list("stop_reason", flat=True)) == {StopReason.OPERATOR}
