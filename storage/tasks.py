@@ -1,19 +1,25 @@
-"""Celery tasks of the storage side: the ingest chain, replication, fixity audits and the node
-check (docs/storage.md); the units of a deduplication run, and moving a run on.
+"""Celery tasks of the storage side: the ingest chain, replication, fixity audits, the node check
+and the bags of jobs for a preservation system (docs/storage.md); the units of a deduplication run,
+and moving a run on.
 
 Tasks take ids, re-read the run and call one service; they are idempotent (a unit already done is
 not redone; a stage already sent is not sent again), so that ``acks_late`` redelivery after a
 killed worker is safe. No task waits for another: the unit that completes a stage sends the next.
 """
 
+import logging
+
 from celery import shared_task
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import OperationalError
 
 from storage.models import Replica, WarcFile
-from storage.services import audits, fulltext, ingest, nodes, placement, replication
+from storage.services import audits, bags, fulltext, ingest, nodes, placement, replication
 from storage.services.dedup_runs import dedup_run_advance, dedup_run_unit
 from webarchive.tasks import enqueue
+
+logger = logging.getLogger(__name__)
 
 # A unit is one input file (or one digest partition): a large file takes a while to rewrite.
 UNIT_TIME_LIMIT = getattr(settings, "DEDUP_UNIT_TIME_LIMIT", 6 * 3600)
@@ -106,3 +112,19 @@ def storage_audit() -> None:
 def index_texts(capture_ids: list[int]) -> None:
     """Put the documents of captures a crawl has just made into the full-text index."""
     fulltext.captures_text_index(capture_ids)
+
+
+# A bag refused because a replica failed its checksum is tried again once the audit it was sent to
+# has had time to repair the replica (up to STORAGE_TASK's five times).
+BAG_RETRY_SECONDS = 600
+
+
+@shared_task(name="storage.bag_job", bind=True, **STORAGE_TASK)
+def bag_job(self, job_id: int) -> None:
+    """Write the BagIt package of an ended, ingested job into STORAGE_BAG_DIR (docs/storage.md)."""
+    try:
+        bags.job_bag_auto(job_id)
+    except ValidationError as error:
+        if error.code == "replica":
+            raise self.retry(exc=error, countdown=BAG_RETRY_SECONDS) from error
+        logger.warning("job %s not bagged: %s", job_id, " ".join(error.messages))

@@ -94,6 +94,11 @@ STORAGE_CHECK_INTERVAL = env.float("STORAGE_CHECK_INTERVAL", default=60.0)
 MONITORING_BROKER_INTERVAL = env.float("MONITORING_BROKER_INTERVAL", default=30.0)
 STORAGE_COPY_STALE_SECONDS = env.int("STORAGE_COPY_STALE_SECONDS", default=120)
 STORAGE_REPAIR_BATCH = env.int("STORAGE_REPAIR_BATCH", default=500)
+# BagIt packages of jobs for a preservation system (docs/storage.md, "Bags for a preservation
+# system"): where the workers write the bag of each ended job once all its files are ingested (empty:
+# no bag is made automatically; `manage.py bag_job` makes one), and the archive's name in them.
+STORAGE_BAG_DIR = env("STORAGE_BAG_DIR", default="")
+STORAGE_BAG_ORGANIZATION = env("STORAGE_BAG_ORGANIZATION", default="Web archive")
 
 # Broad-crawl preparation (docs/preload.md): DNS lookups in flight, and redirect discovery's
 # timeout, domains in flight and the address asked for each host ({host}: the domain, www.domain).

@@ -17,6 +17,9 @@ a node down, no node yet) resumes from the database: the beat check (storage.che
 :func:`ingest_advance` again for every file whose chain stopped, and a step done but not recorded
 is done again without harm (a replica already ok is not copied twice, a deleted spool file is not
 missed).
+
+When the chain of the last file of an ended job finishes, the job's bag for the preservation system
+is sent (storage.services.bags), if the workers make them (``STORAGE_BAG_DIR``).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from django.utils.translation import gettext as _
 
 from storage.backends import file_sha256
 from storage.models import IngestStep, StorageEvent, WarcFile
-from storage.services import placement, replication
+from storage.services import bags, placement, replication
 from storage.services.indexing import warc_file_index
 from webarchive.tasks import enqueue
 
@@ -135,6 +138,7 @@ STEPS = {
 def ingest_advance(warc_file_id: int) -> WarcFile:
     """Run the rest of a file's chain; it stops (the reason in ``ingest_error``) where it must wait."""
     warc = WarcFile.objects.get(pk=warc_file_id)
+    finished = warc.ingest_step == IngestStep.CLEANED
     while warc.ingest_step in STEPS and warc.retired_at is None and not warc.is_open:
         step = STEPS[warc.ingest_step]
         try:
@@ -146,6 +150,8 @@ def ingest_advance(warc_file_id: int) -> WarcFile:
             warc.ingest_error = str(error)
             logger.info("ingest of %s waits at %s: %s", warc.name, warc.ingest_step, error)
             break
+    if not finished and warc.ingest_step == IngestStep.CLEANED and warc.job_id:
+        bags.job_bag_send_when_ingested(warc.job_id)  # the job's last file: its bag (STORAGE_BAG_DIR)
     return warc
 
 
