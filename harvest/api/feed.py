@@ -9,6 +9,8 @@ configuration it harvests), with our limits, template and traps added.
 A definition's runs are its next run (``next_date``) and the runs of its
 schedule after it, up to the schedule's end (a date, or its number of runs);
 an overdue next run (before the window) is not in the window.
+
+harvest.api.w3act gives the same plan exactly as W3ACT does, for a launcher written for it.
 """
 
 from datetime import timedelta
@@ -58,15 +60,22 @@ class CrawlFeedQuerySerializer(serializers.Serializer):
     )
 
     def validate(self, attrs):
-        start = attrs.get("start") or timezone.now()
-        end = attrs.get("end") or start + DEFAULT_WINDOW
-        if end <= start:
-            raise serializers.ValidationError({"end": [_("The end must come after the start.")]})
-        if end - start > MAX_WINDOW:
-            raise serializers.ValidationError(
-                {"end": [_("The window is at most %(days)d days long.") % {"days": MAX_WINDOW.days}]}
-            )
+        start, end = feed_window(attrs)
         return {**attrs, "start": start, "end": end}
+
+
+def feed_window(attrs, *, lead=timedelta(0), length=DEFAULT_WINDOW):
+    """A feed's window from its query: by default from ``lead`` before now, ``length`` long; the end
+    after the start, and at most MAX_WINDOW long (a 400 at ``end`` otherwise)."""
+    start = attrs.get("start") or timezone.now() - lead
+    end = attrs.get("end") or start + length
+    if end <= start:
+        raise serializers.ValidationError({"end": [_("The end must come after the start.")]})
+    if end - start > MAX_WINDOW:
+        raise serializers.ValidationError(
+            {"end": [_("The window is at most %(days)d days long.") % {"days": MAX_WINDOW.days}]}
+        )
+    return start, end
 
 
 # The feed's field names are camelCase, as in W3ACT's feed.
