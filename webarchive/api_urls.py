@@ -43,9 +43,8 @@ urlpatterns = [
     path("jobs/<int:pk>/files/", JobWarcFilesView.as_view(), name="job-files"),
     *router.urls,
     path("crawl-feed/", CrawlFeedView.as_view(), name="crawl-feed"),
-    # W3ACT's path after its base (/api/crawl/feed), for its launchers. Unnamed until the URL access
-    # test lists it (tests/webarchive/test_url_access.py); tests/harvest/test_feed_w3act.py tests its roles.
-    path("crawl-feed/w3act/ld/<str:frequency>/", W3actCrawlFeedView.as_view()),
+    # W3ACT's path after its base (/api/crawl/feed), for its launchers.
+    path("crawl-feed/w3act/ld/<str:frequency>/", W3actCrawlFeedView.as_view(), name="crawl-feed-w3act"),
     path("search/", SearchView.as_view(), name="search"),
     # Last: what no route matched. Ending in a slash, so that Django still adds a missing one.
     re_path(r"^.*/$", NotFoundView.as_view()),

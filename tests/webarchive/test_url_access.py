@@ -522,6 +522,11 @@ ACCESS = {
         PLANNERS,
     ),
     "api:crawl-feed": ("api", url("api:crawl-feed"), PLANNERS),
+    "api:crawl-feed-w3act": (
+        "api",
+        lambda: reverse("api:crawl-feed-w3act", kwargs={"frequency": "all"}),
+        PLANNERS,
+    ),
     "api:job-list": ("api", url("api:job-list"), PLANNERS),
     "api:job-detail": ("api", planning_url("api:job-detail", new_job), PLANNERS),
     "api:job-configurations": ("api", planning_url("api:job-configurations", new_job), PLANNERS),
