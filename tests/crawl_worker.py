@@ -52,11 +52,15 @@ def database_url() -> str:
 
 
 class CrawlWorker:
-    """``celery worker`` for every queue, thread pool, started and stopped by the test."""
+    """``celery worker`` for every queue, thread pool, started and stopped by the test (``pool`` and
+    ``concurrency``: another pool, as the README runs the general worker with prefork)."""
 
-    def __init__(self, environment: dict[str, str], log_dir: Path):
+    def __init__(
+        self, environment: dict[str, str], log_dir: Path, *, pool: str = "threads", concurrency: int = 8
+    ):
         self.environment = environment
         self.log_dir = log_dir
+        self.pool, self.concurrency = pool, concurrency
         self.queues = QUEUES  # a test may add a storage node's own queue
         self.process: subprocess.Popen | None = None
         self.starts = 0
@@ -69,7 +73,7 @@ class CrawlWorker:
         self.starts += 1
         command = [
             sys.executable, "-m", "celery", "-A", "webarchive", "worker",
-            "--pool", "threads", "--concurrency", "8", "--queues", self.queues,
+            "--pool", self.pool, "--concurrency", str(self.concurrency), "--queues", self.queues,
             "--hostname", f"test-{uuid.uuid4().hex[:8]}@%h",
             "--without-gossip", "--without-mingle", "--loglevel", "INFO",
         ]  # fmt: skip

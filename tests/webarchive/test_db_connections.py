@@ -24,7 +24,7 @@ import pytest
 import requests
 from django.db import connection
 
-from tests.crawl_worker import CrawlWorker, _die_with_parent, database_url, wait_for
+from tests.crawl_worker import CrawlWorker, database_url, wait_for
 from tests.storage.test_benchmark_scripts import POSTGRESQL_ONLY
 from tests.webarchive.test_settings import manage
 
@@ -307,31 +307,6 @@ def test_a_thread_pool_worker_keeps_no_connection_between_tasks(crawl_worker, ba
 CHILDREN = 2
 
 
-class PreforkWorker(CrawlWorker):
-    """The general worker as the README runs it: a prefork pool (CHILDREN processes)."""
-
-    def start(self) -> PreforkWorker:
-        self.starts += 1
-        command = [
-            sys.executable, "-m", "celery", "-A", "webarchive", "worker",
-            "--pool", "prefork", "--concurrency", str(CHILDREN), "--queues", self.queues,
-            "--hostname", f"test-{uuid.uuid4().hex[:8]}@%h",
-            "--without-gossip", "--without-mingle", "--loglevel", "INFO",
-        ]  # fmt: skip
-        self._log = self.log_path.open("w")
-        self.process = subprocess.Popen(
-            command,
-            env=self.environment,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
-        )
-        wait_for(
-            lambda: "ready." in self.log_path.read_text(errors="replace"), timeout=60, message="no worker"
-        )
-        return self
-
-
 @POSTGRESQL_ONLY
 @pytest.mark.timeout(180)
 def test_a_prefork_worker_keeps_one_connection_per_child_and_replaces_a_dropped_one(
@@ -341,7 +316,9 @@ def test_a_prefork_worker_keeps_one_connection_per_child_and_replaces_a_dropped_
 
     environment = {**crawl_worker.environment}
     environment["DATABASE_URL"] = f"{database_url()}?application_name={backends.name}"
-    worker = PreforkWorker(environment, tmp_path)
+    worker = CrawlWorker(
+        environment, tmp_path, pool="prefork", concurrency=CHILDREN
+    )  # the README's general worker
     worker.queues = backends.name
     try:
         worker.start()
