@@ -139,7 +139,7 @@ def site_crawls_progress(reports) -> set[int]:
     UPDATE per batch of sites and one read of their jobs, not two statements per site. A site that
     has ended meanwhile (its row is no longer running) is left as it is.
     """
-    reports = list(reports)
+    reports = sorted(reports, key=lambda report: report[0])  # the rows locked in key order
     if not reports:
         return set()
     now = connection.ops.adapt_datetimefield_value(timezone.now())
@@ -158,16 +158,15 @@ def site_crawls_progress(reports) -> set[int]:
             entry_id,
             running,
         )
-        for entry_id, _job_id, progress in sorted(
-            reports, key=lambda report: report[0]
-        )  # locked in key order
+        for entry_id, _job_id, progress in reports
     ]
     # One plain statement, sent for every site at once (psycopg pipelines executemany): the ORM's
     # bulk_update builds a CASE of 500 branches per field, which cost a worker holding a thousand
     # sites more CPU than crawling them.
+    statement = _progress_statement()
     with transaction.atomic(), connection.cursor() as cursor:
         for start in range(0, len(rows), PROGRESS_BATCH):
-            cursor.executemany(_progress_statement(), rows[start : start + PROGRESS_BATCH])
+            cursor.executemany(statement, rows[start : start + PROGRESS_BATCH])
     stopping = jobs_stopping({job_id for _e, job_id, _p in reports})
     return {entry_id for entry_id, job_id, _progress in reports if job_id in stopping}
 
