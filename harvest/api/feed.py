@@ -36,7 +36,23 @@ MAX_WINDOW = timedelta(days=366)
 MAX_RUNS_LISTED = 100  # a schedule every minute has 1,440 runs a day; the crawler needs the first few
 
 
-class CrawlFeedQuerySerializer(serializers.Serializer):
+EMPTY_MESSAGE = _("Empty: give a value or leave the parameter out.")
+
+
+class FeedQuerySerializer(serializers.Serializer):
+    """A feed's query: a parameter given empty is refused, not taken for one left out (DRF's reading),
+    which would quietly answer with the default window."""
+
+    def to_internal_value(self, data):
+        empty = [name for name in self.fields if name in data and not data.get(name)]
+        if empty:
+            raise serializers.ValidationError(
+                {name: [self.fields[name].error_messages.get("invalid", EMPTY_MESSAGE)] for name in empty}
+            )
+        return super().to_internal_value(data)
+
+
+class CrawlFeedQuerySerializer(FeedQuerySerializer):
     frequency = serializers.ChoiceField(
         choices=FREQUENCIES,
         required=False,

@@ -35,7 +35,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.views import APIView
 
-from harvest.api.feed import feed_window
+from harvest.api.feed import FeedQuerySerializer, feed_window
 from harvest.choices import DepthPolicy, EndKind, Unit
 from harvest.models import DomainConfiguration, HarvestDefinition
 from harvest.models.domains import UNLIMITED
@@ -91,7 +91,7 @@ SCOPES = {
 }
 
 
-class W3actQuerySerializer(serializers.Serializer):
+class W3actQuerySerializer(FeedQuerySerializer):
     start = DateTimeField(
         required=False,
         error_messages={
@@ -106,13 +106,6 @@ class W3actQuerySerializer(serializers.Serializer):
         },
         help_text=gettext_lazy("The window's end (ISO 8601); four hours after the start by default."),
     )
-
-    def to_internal_value(self, data):
-        # DRF takes an empty query value for none given: ``?start=`` would be the default window.
-        empty = [name for name in self.fields if name in data and not data.get(name)]
-        if empty:
-            raise ValidationError({name: [self.fields[name].error_messages["invalid"]] for name in empty})
-        return super().to_internal_value(data)
 
     def validate(self, attrs):
         start, end = feed_window(attrs, lead=TOLERANCE, length=2 * TOLERANCE)

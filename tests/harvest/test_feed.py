@@ -309,6 +309,13 @@ def test_a_token_opens_the_feed_to_planning_roles_only(client, plan, day):
     ("query", "expected"),
     [
         ("start=yesterday", {"start": ["Not a date and time: use ISO 8601, such as 2025-06-01T00:00:00Z."]}),
+        # Empty is not "left out": a script that lost its variable must not be answered with today.
+        ("start=", {"start": ["Not a date and time: use ISO 8601, such as 2025-06-01T00:00:00Z."]}),
+        (
+            "start=2025-06-01T00:00:00Z&end=",
+            {"end": ["Not a date and time: use ISO 8601, such as 2025-06-02T00:00:00Z."]},
+        ),
+        ("frequency=", {"frequency": ["Empty: give a value or leave the parameter out."]}),
         ("end=2025-13-01", {"end": ["Not a date and time: use ISO 8601, such as 2025-06-02T00:00:00Z."]}),
         (
             "start=2025-06-02T00:00:00Z&end=2025-06-01T00:00:00Z",
