@@ -684,8 +684,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     os.environ.setdefault("SECRET_KEY", "benchmark-only")
     os.environ.setdefault("ALLOWED_HOSTS", "localhost")
+    from benchmarks.environment import throwaway_database
+
     try:
-        with database(args.database_url, keep=args.keep, log=log), broker(f"broad-bench-{os.getpid()}", log):
+        with (
+            throwaway_database(args.database_url, log, keep=args.keep, allow_sqlite=False),
+            broker(f"broad-bench-{os.getpid()}", log),
+        ):
             import django
             from django.core.management import call_command
 
@@ -727,37 +732,6 @@ def broker(vhost: str, log):
         yield
     finally:
         ctl("delete_vhost", vhost)
-
-
-@contextlib.contextmanager
-def database(url: str, *, keep: bool, log):
-    """Create the database (refusing an existing one); drop it at the end unless ``keep``."""
-    import psycopg
-    from psycopg import sql
-
-    from benchmarks.environment import maintenance_connection
-
-    server, name = maintenance_connection(url)
-    with psycopg.connect(**server, autocommit=True) as connection:
-        try:
-            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        except psycopg.errors.DuplicateDatabase:
-            raise SystemExit(
-                f"The database {name} exists; this benchmark only uses one it creates."
-            ) from None
-    try:
-        yield name
-    finally:
-        if "django" in sys.modules:
-            from django.db import connections
-
-            connections.close_all()
-        if not keep:
-            with psycopg.connect(**server, autocommit=True) as connection:
-                connection.execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-                )
-            log(f"Dropped the database {name}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import sys
 from pathlib import Path
 
 
@@ -48,6 +49,77 @@ def maintenance_connection(url: str, *, allow_sqlite: bool = False) -> tuple[dic
         if config.get(key):
             arguments[name] = str(config[key])
     return arguments, config["NAME"]
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _close_django() -> None:
+    if "django" in sys.modules:
+        from django.db import connections
+
+        connections.close_all()
+
+
+@contextlib.contextmanager
+def throwaway_database(
+    url: str, log=_stderr, *, keep: bool = False, reuse: bool = False, allow_sqlite: bool = True
+):
+    """Create the database ``url`` names (refusing an existing one), and drop it however the block ends;
+    with ``keep``, leave it at the end of a run that did not fail; with ``reuse``, use the one an earlier
+    run kept. An SQLite URL (the scripts' smoke tests) is a new file, removed at the end, unless not
+    ``allow_sqlite``."""
+    server, name = maintenance_connection(url, allow_sqlite=allow_sqlite)
+    if reuse or keep:
+        if server is None:
+            raise SystemExit("--keep and --reuse need a PostgreSQL database.")
+        if reuse:
+            try:
+                yield name
+            finally:
+                _close_django()
+            log(f"Kept the database {name}.")
+            return
+    if server is None:
+        if Path(name).exists():
+            raise SystemExit(f"The database {name} exists; this benchmark only uses one it creates.")
+        try:
+            yield name
+        finally:
+            _close_django()
+            for suffix in ("", "-wal", "-shm"):
+                Path(name + suffix).unlink(missing_ok=True)
+            log(f"Dropped the database {name}.")
+        return
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(**server, autocommit=True) as connection:
+        try:
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        except psycopg.errors.DuplicateDatabase:
+            raise SystemExit(
+                f"The database {name} exists; this benchmark only uses one it creates (drop it if an"
+                " earlier run was killed, or give another --database-url)."
+            ) from None
+    dropped = False
+    try:
+        yield name
+        dropped = not keep
+    except BaseException:
+        dropped = True
+        raise
+    finally:
+        _close_django()
+        if dropped:
+            with psycopg.connect(**server, autocommit=True) as connection:
+                connection.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                )
+            log(f"Dropped the database {name}.")
+        else:
+            log(f"Kept the database {name} (drop it when done, or measure again with --reuse).")
 
 
 def crawl_test_sites(

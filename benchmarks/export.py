@@ -158,13 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, _stop)
 
-    from benchmarks.environment import cpus, memory
-    from benchmarks.job_generation import throwaway_database
+    from benchmarks.environment import cpus, memory, throwaway_database
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
-    with throwaway_database(args.database_url) as name:
+    with throwaway_database(args.database_url, allow_sqlite=False) as name:
         os.environ["DATABASE_URL"] = args.database_url
         os.environ["DEBUG"] = "0"  # as in production: no query log kept in memory
         os.environ.setdefault("SECRET_KEY", "benchmark-only")

@@ -1545,8 +1545,8 @@ def main(argv: list[str] | None = None) -> int:
     def log(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    from benchmarks.environment import maintenance_connection
-    from benchmarks.indexing import run_timed, throwaway_database
+    from benchmarks.environment import maintenance_connection, throwaway_database
+    from benchmarks.indexing import run_timed
 
     maintenance_connection(args.database_url)  # PostgreSQL only: refuses another URL
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -452,79 +452,6 @@ def report(result: Result, about: dict[str, str], repeat: int) -> str:
     return "\n".join(lines)
 
 
-# The throwaway database --------------------------------------------------------------------------
-
-
-def _server(url: str) -> tuple[dict | None, str]:
-    """Connection arguments for a PostgreSQL server's maintenance database (None for SQLite), and the name."""
-    from benchmarks.environment import maintenance_connection
-
-    return maintenance_connection(url, allow_sqlite=True)
-
-
-@contextlib.contextmanager
-def throwaway_database(url: str, log, *, keep: bool = False, reuse: bool = False):
-    """Create the database (refusing an existing one), and drop it however the block ends; with
-    ``keep``, leave it at the end; with ``reuse``, use the one an earlier run kept."""
-    server, name = _server(url)
-    if reuse or keep:
-        if server is None:
-            raise SystemExit("--keep and --reuse need a PostgreSQL database.")
-        if reuse:
-            try:
-                yield name
-            finally:
-                _close_django()
-            log(f"Kept the database {name}.")
-            return
-    if server is None:  # SQLite, for the smoke test: a new file
-        if Path(name).exists():
-            raise SystemExit(f"The database {name} exists; this benchmark only uses one it creates.")
-        try:
-            yield name
-        finally:
-            _close_django()
-            for suffix in ("", "-wal", "-shm"):
-                Path(name + suffix).unlink(missing_ok=True)
-            log(f"Dropped the database {name}.")
-        return
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(**server, autocommit=True) as connection:
-        try:
-            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        except psycopg.errors.DuplicateDatabase:
-            raise SystemExit(
-                f"The database {name} exists; this benchmark only uses one it creates (drop it if an"
-                " earlier run was killed, or give another --database-url)."
-            ) from None
-    dropped = False
-    try:
-        yield name
-        dropped = not keep
-    except BaseException:
-        dropped = True
-        raise
-    finally:
-        _close_django()
-        if dropped:
-            with psycopg.connect(**server, autocommit=True) as connection:
-                connection.execute(
-                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-                )
-            log(f"Dropped the database {name}.")
-        else:
-            log(f"Kept the database {name} (drop it when done, or measure again with --reuse).")
-
-
-def _close_django() -> None:
-    if "django" in sys.modules:
-        from django.db import connections
-
-        connections.close_all()
-
-
 def _stop(signum, frame):
     raise KeyboardInterrupt
 
@@ -560,7 +487,8 @@ def main(argv: list[str] | None = None) -> int:
     def log(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    sys.path.insert(0, str(ROOT))
+    from benchmarks.environment import throwaway_database
+
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, _stop)

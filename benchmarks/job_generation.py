@@ -564,44 +564,6 @@ def report(result: Result, about: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-# The throwaway database --------------------------------------------------------------------------
-
-
-def _server(url: str) -> tuple[dict, str]:
-    """Connection arguments for the server's maintenance database, and the database's name."""
-    from benchmarks.environment import maintenance_connection
-
-    return maintenance_connection(url)
-
-
-@contextlib.contextmanager
-def throwaway_database(url: str):
-    """Create the database (refusing an existing one), and drop it however the block ends."""
-    import psycopg
-    from psycopg import sql
-
-    server, name = _server(url)
-    with psycopg.connect(**server, autocommit=True) as connection:
-        try:
-            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        except psycopg.errors.DuplicateDatabase:
-            raise SystemExit(
-                f"The database {name} exists; this benchmark only uses one it creates."
-            ) from None
-    try:
-        yield name
-    finally:
-        if "django" in sys.modules:
-            from django.db import connections
-
-            connections.close_all()
-        with psycopg.connect(**server, autocommit=True) as connection:
-            connection.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
-        print(f"Dropped the database {name}.", file=sys.stderr)
-
-
 def _stop(signum, frame):
     raise KeyboardInterrupt
 
@@ -636,7 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for stop in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(stop, _stop)
-    with throwaway_database(args.database_url) as name:
+    from benchmarks.environment import throwaway_database
+
+    with throwaway_database(args.database_url, allow_sqlite=False) as name:
         # The launcher runs with DEBUG off in production (no query log kept in memory).
         os.environ["DATABASE_URL"] = args.database_url
         os.environ["DEBUG"] = "0"

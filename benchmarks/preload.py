@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    from benchmarks.indexing import throwaway_database
+    from benchmarks.environment import throwaway_database
 
     paths = generate(args.data, args.domains, log)
     work = args.data / f"bench-{os.getpid()}.sqlite3"

@@ -549,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    from benchmarks.indexing import throwaway_database
+    from benchmarks.environment import throwaway_database
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for stop in (signal.SIGTERM, signal.SIGHUP):
