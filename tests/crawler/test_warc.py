@@ -321,9 +321,10 @@ class FailingBody(io.BytesIO):
         return chunk
 
 
-def test_a_record_that_fails_half_way_leaves_no_trace(server, fetcher, tmp_path):
-    data = os.urandom(1_500_000)  # incompressible: part of the member reaches the disk before the failure
-    broken = Exchange(
+def broken_exchange(size: int) -> Exchange:
+    """An exchange whose body fails half way through being written."""
+    data = os.urandom(size)  # incompressible: part of the member reaches the disk before the failure
+    return Exchange(
         url="http://example.org/broken",
         request_head=b"GET /broken HTTP/1.1\r\n\r\n",
         status=200,
@@ -333,6 +334,10 @@ def test_a_record_that_fails_half_way_leaves_no_trace(server, fetcher, tmp_path)
         body_length=len(data),
         payload_digest=digest(data),
     )
+
+
+def test_a_record_that_fails_half_way_leaves_no_trace(server, fetcher, tmp_path):
+    broken = broken_exchange(1_500_000)
     announced = []
     with writer_for(tmp_path, on_record=announced.append) as writer, fetcher.session() as session:
         writer.write_exchange(session.fetch(server.url("/page")))
@@ -548,17 +553,7 @@ def test_a_failed_write_is_kept_for_its_crawl_and_drops_only_what_that_crawl_han
 ):
     mine, other = Writes(), Writes()
     with writer_for(tmp_path) as writer, fetcher.session() as session:
-        data = os.urandom(100_000)
-        broken = Exchange(
-            url="http://example.org/broken",
-            request_head=b"GET /broken HTTP/1.1\r\n\r\n",
-            status=200,
-            http_version="HTTP/1.1",
-            headers=[("Content-Length", str(len(data)))],
-            body=FailingBody(data),
-            body_length=len(data),
-            payload_digest=digest(data),
-        )
+        broken = broken_exchange(100_000)
         after = session.fetch(server.url("/page?mine"))
         theirs = session.fetch(server.url("/page?theirs"))
         writer.submit_exchange(broken, writes=mine)
