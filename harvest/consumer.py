@@ -225,13 +225,18 @@ class SiteCrawls:
 
         from harvest.crawler.dedup import answer
 
+        checked = 0.0
         while not self._closing.is_set():
             try:
                 question = self.dedup_questions.get(timeout=0.5)
             except queue.Empty:
                 continue
             try:
-                close_old_connections()
+                # Once a second, not once a question: each check is a round trip (Django's health
+                # check), and a crawl asks two questions for every URL it fetches.
+                if time.monotonic() - checked >= 1.0:
+                    close_old_connections()
+                    checked = time.monotonic()
                 answer(question)
             except Exception:  # answer() hands the question's own errors to the asking thread
                 logger.exception("a deduplication question could not be answered")

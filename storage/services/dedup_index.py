@@ -16,9 +16,11 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from datetime import UTC
 from functools import partial
 
+from django.db import connection
+
 from harvest.choices import DedupPolicy
 from harvest.crawler.dedup import MemoryDedupIndex, Original, answer
-from storage.models import Capture
+from storage.models import Capture, WarcFile
 from storage.services.replication import warc_file_open
 from storage.warcindex import url_key
 
@@ -62,13 +64,11 @@ class CaptureDedupIndex:
 
     def original_in_index(self, digest: str) -> Original | None:
         """The earliest capture of the index whose payload has ``digest``."""
-        captures = self._captures().filter(digest=digest)
-        return _original(captures.order_by("timestamp", "pk").first())
+        return self._first(ORIGINAL, {DIGEST: digest})
 
     def previous_in_index(self, url: str) -> Original | None:
         """The latest 2xx response of ``url`` in the index."""
-        captures = self._captures().filter(urlkey=url_key(url), url=url, status__gte=200, status__lt=300)
-        return _original(captures.order_by("-timestamp", "-pk").first())
+        return self._first(PREVIOUS, {URLKEY: url_key(url), URL: url})
 
     def serve(self, timeout: float) -> int:
         """Answer the questions waiting, waiting up to ``timeout`` s for the first; returns how many."""
@@ -95,22 +95,76 @@ class CaptureDedupIndex:
             future.cancel()
             return None
 
-    def _captures(self):
-        captures = Capture.objects.filter(record_type=Capture.RecordType.RESPONSE).select_related("warc_file")
+    def _first(self, question: str, values: dict) -> Original | None:
         if self.policy == DedupPolicy.SAME_DEFINITION:
-            captures = captures.filter(job__harvest_definition_id=self.harvest_definition_id)
-        return captures
+            values = {**values, DEFINITION: self.harvest_definition_id}
+        sql, params = _statement(question, self.policy, values)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        return None if row is None else _original(*row)
 
 
-def _original(capture: Capture | None) -> Original | None:
-    if capture is None:
-        return None
+# Each question's SQL is the ORM's, compiled once per process with placeholder values that are then
+# swapped for the question's own: compiling the query cost several times more than answering it, and
+# the dedup index is asked twice for every URL a crawl fetches.
+DIGEST, URLKEY, URL, DEFINITION = "\x00digest", "\x00urlkey", "\x00url", -7_000_000_001
+PLACEHOLDERS = (DIGEST, URLKEY, URL, DEFINITION)
+ORIGINAL, PREVIOUS = "original", "previous"
+COLUMNS = ("url", "timestamp", "record_id", "digest", "offset", "warc_file_id", "warc_file__path")
+_compiled: dict[tuple[str, str, str], tuple[str, list, dict[int, object]]] = {}
+
+
+def _query(question: str, policy: str):
+    captures = Capture.objects.filter(record_type=Capture.RecordType.RESPONSE)
+    if policy == DedupPolicy.SAME_DEFINITION:
+        captures = captures.filter(job__harvest_definition_id=DEFINITION)
+    if question == ORIGINAL:
+        captures = captures.filter(digest=DIGEST).order_by("timestamp", "pk")
+    else:
+        captures = captures.filter(urlkey=URLKEY, url=URL, status__gte=200, status__lt=300)
+        captures = captures.order_by("-timestamp", "-pk")
+    return captures.values_list(*COLUMNS)[:1]
+
+
+def _statement(question: str, policy: str, values: dict) -> tuple[str, list]:
+    """The SQL and parameters of a question, for the connection in use."""
+    key = (question, policy, connection.alias)
+    if key not in _compiled:
+        sql, params = _query(question, policy).query.sql_with_params()
+        slots = {index: value for index, value in enumerate(params) if value in PLACEHOLDERS}
+        if sorted(map(str, slots.values())) != sorted(map(str, _placeholders(question, policy))):
+            raise RuntimeError(f"the dedup question {key} did not compile with its placeholders once each")
+        _compiled[key] = (sql, list(params), slots)
+    sql, params, slots = _compiled[key]
+    params = list(params)
+    for index, placeholder in slots.items():
+        params[index] = values[placeholder]
+    return sql, params
+
+
+def _placeholders(question: str, policy: str) -> list:
+    names = [DIGEST] if question == ORIGINAL else [URLKEY, URL]
+    return names + ([DEFINITION] if policy == DedupPolicy.SAME_DEFINITION else [])
+
+
+def _original(url, timestamp, record_id, digest, offset, warc_file_id, path) -> Original:
+    if timestamp.tzinfo is None:  # SQLite's column converter gives UTC without its zone (the ORM adds it)
+        timestamp = timestamp.replace(tzinfo=UTC)
     return Original(
-        url=capture.url,
-        date=capture.timestamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        record_id=capture.record_id,
-        digest=capture.digest,
-        path=capture.warc_file.path,
-        offset=capture.offset,
-        opener=partial(warc_file_open, capture.warc_file),
+        url=url,
+        date=timestamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        record_id=record_id,
+        digest=digest,
+        path=path,
+        offset=offset,
+        opener=partial(_open_file, warc_file_id),
     )
+
+
+def _open_file(warc_file_id: int):
+    """The bytes of the original's WARC file, from its replicas (when it is not where it was written)."""
+    warc = WarcFile.objects.filter(pk=warc_file_id).first()
+    if warc is None:  # deleted since the question was answered: as unreadable as a lost file
+        raise FileNotFoundError(f"WARC file {warc_file_id} is no longer in the archive")
+    return warc_file_open(warc)
