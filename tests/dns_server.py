@@ -131,9 +131,11 @@ def start_dnsmasq(
     root: Path,
     *,
     cache_size: int = 10_000,
+    local_ttl: int = 0,
     attempts: int = 3,
 ) -> DnsServer:
-    """Start dnsmasq answering for ``names`` from files in ``root``; wait until it answers."""
+    """Start dnsmasq answering for ``names`` from files in ``root``; wait until it answers. Its answers
+    carry a TTL of ``local_ttl`` seconds (0, dnsmasq's own default: no client keeps them)."""
     root.mkdir(parents=True, exist_ok=True)
     hosts = root / "hosts"
     write_hosts(hosts, names)
@@ -154,6 +156,7 @@ def start_dnsmasq(
             f"--addn-hosts={hosts}",
             "--local=/#/",  # every name not in the hosts file: NXDOMAIN, never forwarded
             f"--cache-size={cache_size}",
+            f"--local-ttl={local_ttl}",
             "--dns-forward-max=100000",
             "--pid-file=",  # no pid file
             f"--user={getpass.getuser()}",  # as root, stay root: the files are in a private directory
