@@ -48,6 +48,7 @@ class CaptureDedupIndex:
         self.memory = memory
         self._questions: queue.SimpleQueue = questions if questions is not None else queue.SimpleQueue()
         self._server: threading.Thread | None = None
+        self._hosts: dict[str, bool] = {}  # host key → whether the index had captures of it
 
     # -- what the crawler asks (any thread) ----------------------------------------------------
 
@@ -55,7 +56,19 @@ class CaptureDedupIndex:
         return self.memory.original(digest) or self._ask(self.original_in_index, digest)
 
     def previous(self, url: str) -> Original | None:
-        return self.memory.previous(url) or self._ask(self.previous_in_index, url)
+        found = self.memory.previous(url)
+        if found is not None:
+            return found
+        # A host the index has never seen (most of a first broad crawl) is asked about once, not
+        # once for each of its URLs.
+        host = host_key(url_key(url))
+        captured = self._hosts.get(host)
+        if captured is None:
+            captured = self._ask(self.host_in_index, host)
+            if captured is None:  # no answer in time: asked again next time
+                return None
+            self._hosts[host] = captured
+        return self._ask(self.previous_in_index, url) if captured else None
 
     def remember(self, original: Original) -> None:
         self.memory.remember(original)
@@ -65,6 +78,10 @@ class CaptureDedupIndex:
     def original_in_index(self, digest: str) -> Original | None:
         """The earliest capture of the index whose payload has ``digest``."""
         return self._first(ORIGINAL, {DIGEST: digest})
+
+    def host_in_index(self, host: str) -> bool:
+        """Whether the index holds any capture of this host (its SURT key up to ``)``)."""
+        return Capture.objects.filter(urlkey__gte=host, urlkey__lt=host[:-1] + "*").exists()
 
     def previous_in_index(self, url: str) -> Original | None:
         """The latest 2xx response of ``url`` in the index."""
@@ -146,6 +163,11 @@ def _statement(question: str, policy: str, values: dict) -> tuple[str, list]:
 def _placeholders(question: str, policy: str) -> list:
     names = [DIGEST] if question == ORIGINAL else [URLKEY, URL]
     return names + ([DEFINITION] if policy == DedupPolicy.SAME_DEFINITION else [])
+
+
+def host_key(urlkey: str) -> str:
+    """The host part of a SURT key, ``)`` included (``fr,example)`` of ``fr,example)/page``)."""
+    return urlkey[: urlkey.find(")") + 1] or urlkey
 
 
 def _original(url, timestamp, record_id, digest, offset, warc_file_id, path) -> Original:

@@ -81,3 +81,30 @@ def test_an_originals_record_is_read_through_its_file_once_the_spool_copy_is_gon
         expected.seek(original.offset)
         stream.seek(original.offset)
         assert stream.read(capture.length) == expected.read(capture.length)
+
+
+@pytest.mark.django_db
+def test_a_host_the_index_never_saw_is_asked_about_once_not_for_each_url(crawled, django_assert_num_queries):
+    capture = Capture.objects.filter(record_type="response", status=200).first()
+    others = list(
+        Capture.objects.filter(record_type="response", status=200)
+        .exclude(pk=capture.pk)
+        .values_list("url", flat=True)
+    )
+    dedup = index()
+    dedup.serve(0)  # this thread answers its own questions
+    with django_assert_num_queries(2):  # is the host in the index; the URL's latest capture
+        assert dedup.previous(capture.url).record_id == capture.record_id
+    with django_assert_num_queries(1):  # the host is known now
+        assert dedup.previous(others[0]).url == others[0]
+    with django_assert_num_queries(1):
+        assert dedup.previous("http://never-crawled.example/") is None
+    with django_assert_num_queries(0):
+        for path in ("a", "b", "c"):
+            assert dedup.previous(f"http://never-crawled.example/{path}") is None
+        assert dedup.previous("http://www.never-crawled.example/d") is None  # the same SURT host
+    # Another index (another site crawl) asks again: a host captured since is then seen.
+    with django_assert_num_queries(1):
+        fresh = index()
+        fresh.serve(0)
+        assert fresh.previous("http://never-crawled.example/") is None
