@@ -8,13 +8,67 @@ from django.db.models import BigIntegerField, Case, Count, FloatField, IntegerFi
 from django.db.models.functions import Coalesce
 
 from harvest.choices import SiteState
-from harvest.models import Job, JobConfiguration
+from harvest.models import HarvestInfo, Job, JobConfiguration
 from harvest.models.jobs import SITE_PROGRESS_FIELDS
 
 
 def crawl_log_path(job_id: int) -> Path:
     """Where the crawl log of a job is written (one file per job, appended to by every site crawl)."""
     return Path(settings.HARVEST_SPOOL_DIR) / "jobs" / str(job_id) / "crawl.log"
+
+
+def job_frozen_settings(job: Job) -> dict:
+    """What a job froze when it was made (its template's settings and version, its traps and time
+    limit), as its metadata WARC keeps it."""
+    return {
+        "job": job.pk,
+        "harvest_definition": job.harvest_definition.name,
+        "run": job.run_number,
+        "channel": job.channel.name,
+        "template_id": job.template_id,
+        "template_version": job.template_version,
+        "template_settings": job.template_settings,
+        "crawler_traps": job.crawler_traps,
+        "max_seconds": job.max_seconds,
+        "created_at": job.created_at.isoformat(),
+    }
+
+
+def job_seeds_text(job: Job) -> str:
+    """The seeds a job crawled, as a Heritrix seeds file: each domain configuration (by domain name)
+    under a ``#`` line naming it and the limits it ran with, one seed a line."""
+    lines = []
+    entries = job.configurations.select_related("domain", "configuration").order_by("domain__name", "pk")
+    for entry in entries.only(
+        "seeds", "max_objects", "max_bytes", "domain__name", "configuration__name"
+    ).iterator(chunk_size=2000):
+        lines.append(
+            f"# {entry.domain.name} {entry.configuration.name}"
+            f" max-objects={entry.max_objects} max-bytes={entry.max_bytes}\n"
+        )
+        lines += [f"{seed}\n" for seed in entry.seed_urls]
+    return "".join(lines)
+
+
+def job_harvest_infos(job: Job) -> list[dict]:
+    """What each domain configuration of a job yielded (its HarvestInfo rows), by domain name."""
+    infos = (
+        HarvestInfo.objects.filter(job=job)
+        .select_related("domain", "configuration")
+        .order_by("domain__name", "configuration_id")
+    )
+    return [
+        {
+            "domain": info.domain.name,
+            "configuration": info.configuration_id,
+            "configuration_name": info.configuration.name,
+            "object_count": info.object_count,
+            "byte_count": info.byte_count,
+            "stop_reason": info.stop_reason,
+            "recorded_at": info.created_at.isoformat(),
+        }
+        for info in infos.iterator(chunk_size=2000)
+    ]
 
 
 def running_totals(job_ids) -> dict[int, dict]:

@@ -33,7 +33,7 @@ from harvest.crawler.recovery import recover_open_files
 from harvest.crawler.rendering import RENDER_OFF
 from harvest.crawler.site import OPERATOR, SiteCrawl, SiteSettings
 from harvest.models import ExternalLink
-from harvest.selectors import crawl_log_path
+from harvest.selectors import crawl_log_path, job_frozen_settings, job_harvest_infos, job_seeds_text
 from harvest.services.crawls import site_crawl_begin, site_crawl_end, site_crawl_progress
 from harvest.validators import trap_list
 from webarchive import netguard
@@ -383,7 +383,8 @@ def _wait(handle, seconds: float, dedup) -> bool:
 
 
 def write_job_metadata(job) -> None:
-    """At the end of a job: its crawl log, per-domain report and external links as WARC metadata records."""
+    """At the end of a job, as WARC metadata records (NetarchiveSuite's metadata ARC): the settings and
+    seeds it froze, its crawl log, per-domain report, harvest infos and external links."""
     recover_warc_files()
     holder: list = []
     captures = hooks.capture_recorder.call(job_id=job.pk, directory=settings.HARVEST_WARC_DIR)
@@ -393,6 +394,14 @@ def write_job_metadata(job) -> None:
     base = f"metadata://webarchive/job/{job.pk}"
     entries = job.configurations.select_related("domain").order_by("pk")
     with writer:
+        writer.write_metadata(
+            target_uri=f"{base}/template-settings.json",
+            content_type="application/json",
+            payload=_json(job_frozen_settings(job)),
+        )
+        writer.write_metadata(
+            target_uri=f"{base}/seeds.txt", content_type="text/plain", payload=job_seeds_text(job).encode()
+        )
         log_path = crawl_log_path(job.pk)
         if log_path.exists():
             with log_path.open("rb") as log:
@@ -411,7 +420,12 @@ def write_job_metadata(job) -> None:
         writer.write_metadata(
             target_uri=f"{base}/domain-report.json",
             content_type="application/json",
-            payload=json.dumps(report, indent=1, sort_keys=True).encode(),
+            payload=_json(report),
+        )
+        writer.write_metadata(
+            target_uri=f"{base}/harvest-infos.json",
+            content_type="application/json",
+            payload=_json(job_harvest_infos(job)),
         )
         lines = [
             f"{link.count} {link.url} {link.entry.domain.name}\n"
@@ -424,6 +438,10 @@ def write_job_metadata(job) -> None:
         )
     captures.flush()
     register_files(holder, job_id=job.pk)
+
+
+def _json(value) -> bytes:
+    return json.dumps(value, indent=1, sort_keys=True).encode()
 
 
 def _external_links(job):

@@ -7,6 +7,7 @@ The same with a real worker and broker is in test_crawl_worker.py.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from datetime import timedelta
@@ -32,7 +33,7 @@ from harvest.services.crawls import (
 from harvest.services.domains import configuration_save
 from harvest.services.jobs import job_resubmit
 from harvest.services.launcher import definition_launch
-from harvest.services.planning import definition_run_now, definition_save
+from harvest.services.planning import definition_run_now, definition_save, template_save
 from harvest.worker import run_site_crawl
 from storage.models import WarcFile
 from tests.harvest.crawljobs import job_for_sites
@@ -70,10 +71,60 @@ def records(paths) -> list:
     return found
 
 
+def check_job_metadata(job, found) -> None:
+    """The job's metadata records, in their order, hold what the database holds about the job."""
+    metadata = [(uri, body) for kind, uri, body in found if kind == "metadata"]
+    base = f"metadata://webarchive/job/{job.pk}/"
+    assert [uri.removeprefix(base) for uri, _ in metadata] == [
+        "template-settings.json",
+        "seeds.txt",
+        "crawl.log",
+        "domain-report.json",
+        "harvest-infos.json",
+        "external-links.txt",
+    ]
+    bodies = {uri.removeprefix(base): body for uri, body in metadata}
+    frozen = json.loads(bodies["template-settings.json"])
+    assert frozen["job"] == job.pk and frozen["run"] == job.run_number
+    assert frozen["harvest_definition"] == job.harvest_definition.name
+    assert frozen["template_id"] == job.template_id and frozen["template_version"] == job.template_version
+    assert frozen["template_settings"] == job.template_settings
+    assert frozen["template_settings"]["template"] == job.template.name
+    assert frozen["crawler_traps"] == job.crawler_traps and frozen["max_seconds"] == job.max_seconds
+    # The template was edited after the job was made: the record keeps what the job froze.
+    assert frozen["template_settings"]["depth_policy"] == "host"
+    assert job.template.depth_policy == "domain" and job.template.version == job.template_version + 1
+
+    expected_seeds = []
+    for entry in job.configurations.select_related("domain", "configuration").order_by("domain__name"):
+        expected_seeds.append(
+            f"# {entry.domain.name} {entry.configuration.name}"
+            f" max-objects={entry.max_objects} max-bytes={entry.max_bytes}"
+        )
+        expected_seeds += entry.seeds.split()
+    assert bodies["seeds.txt"].decode().splitlines() == expected_seeds
+    assert len(expected_seeds) == 2 * job.configurations.count()
+
+    infos = json.loads(bodies["harvest-infos.json"])
+    rows = HarvestInfo.objects.filter(job=job).order_by("domain__name")
+    assert len(infos) == rows.count() == job.configurations.count()
+    for written, info in zip(infos, rows, strict=True):
+        assert written == {
+            "domain": info.domain.name,
+            "configuration": info.configuration_id,
+            "configuration_name": info.configuration.name,
+            "object_count": info.object_count,
+            "byte_count": info.byte_count,
+            "stop_reason": info.stop_reason,
+            "recorded_at": info.created_at.isoformat(),
+        }
+
+
 @pytest.mark.django_db
 def test_a_job_crawls_its_sites_and_records_what_they_yielded(site):
     job = job_for_sites([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
     entries = list(job.configurations.order_by("pk"))
+    template_save(template=job.template, depth_policy="domain")  # after the job froze its settings
     for entry in entries:
         run_site_crawl(entry.pk)
 
@@ -100,9 +151,17 @@ def test_a_job_crawls_its_sites_and_records_what_they_yielded(site):
     captured = {uri for kind, uri, _ in found if kind in ("response", "revisit")}
     assert not site.ground_truth(policy="host") - captured
     metadata = {uri.rsplit("/", 1)[-1]: body for kind, uri, body in found if kind == "metadata"}
-    assert set(metadata) == {"crawl.log", "domain-report.json", "external-links.txt"}
+    assert set(metadata) == {
+        "template-settings.json",
+        "seeds.txt",
+        "crawl.log",
+        "domain-report.json",
+        "harvest-infos.json",
+        "external-links.txt",
+    }
     assert site.url("/site/").encode() in metadata["crawl.log"]
     assert b'"stop_reason": "completed"' in metadata["domain-report.json"]
+    check_job_metadata(job, found)
     # The 127.0.0.1 site links to the external host: kept with counts, per site.
     external = ExternalLink.objects.filter(entry__job=job, entry__domain__name="127.0.0.1")
     assert external.exists() and all(link.count >= 1 for link in external)
