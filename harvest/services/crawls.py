@@ -245,8 +245,7 @@ def site_crawl_end(
     entry.error = progress.error
     entry.report = {**report, "broken": broken}
     _end_entry(job, entry, stop_reason=_stop_reason(job, entry, stop_reason), count=False)
-    ExternalLink.objects.filter(entry=entry).delete()
-    ExternalLink.objects.bulk_create(
+    ExternalLink.objects.bulk_create(  # a site ends once: it has none yet
         [ExternalLink(entry=entry, url=url[:4000], count=count) for url, count in external_links.items()],
         batch_size=2000,
     )
@@ -281,16 +280,17 @@ def _end_entry(job: Job, entry: JobConfiguration, *, stop_reason: str, count: bo
     entry.ended_at = timezone.now()
     entry.current_url = ""
     entry.save()
-    HarvestInfo.objects.update_or_create(
-        job=job,
-        configuration_id=entry.configuration_id,
-        defaults={
-            "domain_id": entry.domain_id,
-            "object_count": entry.urls_done,
-            "byte_count": entry.bytes_done,
-            "stop_reason": stop_reason,
-        },
-    )
+    figures = {
+        "domain_id": entry.domain_id,
+        "object_count": entry.urls_done,
+        "byte_count": entry.bytes_done,
+        "stop_reason": stop_reason,
+    }
+    # Usually none exists yet (an engineer may have recorded one by hand): one INSERT, not
+    # update_or_create's savepoints and locking read, at every site's end.
+    infos = HarvestInfo.objects.filter(job=job, configuration_id=entry.configuration_id)
+    if not infos.update(**figures):
+        HarvestInfo.objects.create(job=job, configuration_id=entry.configuration_id, **figures)
     if count:
         _count_ended(job, [entry])
 

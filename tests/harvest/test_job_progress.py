@@ -19,11 +19,11 @@ from django.utils import timezone
 
 from harvest.choices import JobStatus, SiteState, StopReason
 from harvest.filtersets import DomainFilterSet
-from harvest.models import Domain, Job, JobConfiguration
+from harvest.models import Domain, ExternalLink, HarvestInfo, Job, JobConfiguration
 from harvest.models.jobs import ENDED_COUNTERS, SITE_PROGRESS_FIELDS
 from harvest.selectors import job_sites, job_sites_page, job_totals
 from harvest.services.crawls import job_stop, jobs_fail_stalled, site_crawl_begin, site_crawls_progress
-from harvest.services.jobs import job_resubmit
+from harvest.services.jobs import harvest_info_record, job_resubmit
 from harvest.services.planning import definition_configurations_change
 from tests.harvest.sitecrawls import end, launch, progress, run
 from webarchive.permissions import Role
@@ -87,6 +87,26 @@ def test_the_counters_are_exact_as_sites_run_and_end(job):
     assert job.status == JobStatus.DONE
     assert totals_of(job) == summed(job)
     assert totals_of(job)["sites_ended"] == len(NAMES)
+
+
+def test_a_sites_end_records_its_harvest_info_and_links_once_and_corrects_one_recorded_by_hand(job):
+    alpha, beta = (job.configurations.get(domain__name=name) for name in ("alpha.fr", "beta.fr"))
+    harvest_info_record(
+        job=job, configuration=beta.configuration, object_count=1, byte_count=1, stop_reason="failed"
+    )
+    end(job, "alpha.fr", "object-limit", links={"http://elsewhere.example/": 3}, urls_done=11, bytes=300)
+    end(job, "beta.fr", urls_done=4, bytes=40)
+    end(job, "alpha.fr", urls_done=99, links={"http://again.example/": 1})  # delivered twice: nothing
+    infos = {info.domain.name: info for info in HarvestInfo.objects.filter(job=job).select_related("domain")}
+    assert set(infos) == {"alpha.fr", "beta.fr"}
+    assert (infos["alpha.fr"].object_count, infos["alpha.fr"].byte_count) == (11, 300)
+    assert infos["alpha.fr"].stop_reason == JobConfiguration.objects.get(pk=alpha.pk).stop_reason
+    assert (infos["beta.fr"].object_count, infos["beta.fr"].stop_reason) == (4, StopReason.COMPLETED)
+    assert list(ExternalLink.objects.filter(entry__job=job).values_list("url", "count")) == [
+        ("http://elsewhere.example/", 3)
+    ]
+    # The one recorded by hand was corrected in place, not doubled.
+    assert HarvestInfo.objects.filter(job=job, configuration=beta.configuration).count() == 1
 
 
 def test_a_redelivered_site_is_counted_once_with_its_last_attempt(job):
