@@ -77,10 +77,11 @@ def site_crawl_begin(*, entry_id: int, worker: str, redelivered: bool = False) -
     (its worker died) or its heartbeat has stopped; a second copy of a task whose crawl is
     alive elsewhere does nothing.
     """
-    job_id = JobConfiguration.objects.values_list("job_id", flat=True).get(pk=entry_id)
-    job = Job.objects.get(pk=job_id)
+    job = Job.objects.filter(configurations__pk=entry_id).first()
+    if job is None:
+        raise JobConfiguration.DoesNotExist(f"no site crawl {entry_id}")
     if job.status != JobStatus.STARTED or job.stop_requested_at is not None:
-        job = Job.objects.select_for_update().get(pk=job_id)  # the job may change state: its lock first
+        job = Job.objects.select_for_update().get(pk=job.pk)  # the job may change state: its lock first
     # Otherwise, the usual case (a site of a job under way), only the site's row is locked, so that
     # the sites of one job (a snapshot has thousands) start side by side. A stop arriving meanwhile
     # either ends this site while it is still queued (it is then seen ended below) or finds it
