@@ -169,9 +169,12 @@ def test_a_run_merges_its_sources_and_loads_the_new_domains(snapshot, lists):
     # The known domain is left as it was (one seed list, its own), the new ones are created once.
     assert known.seed_lists.count() == 1
 
-    # New domains have their seeds (the URLs a source gave, else the defaults) and default configuration.
+    # New domains have their seeds (the defaults, then the URLs a source gave) and default configuration.
     alpha = Domain.objects.get(name="alpha.fr")
-    assert alpha.default_configuration.seed_lists.get().seeds == "http://www.alpha.fr/news/"
+    assert alpha.default_configuration.seed_lists.get().seeds == (
+        "http://alpha.fr/\nhttps://alpha.fr/\nhttp://www.alpha.fr/\nhttps://www.alpha.fr/\n"
+        "http://www.alpha.fr/news/"
+    )
     assert (
         "http://www.delta.fr/"
         in Domain.objects.get(name="delta.fr").default_configuration.seed_lists.get().seeds

@@ -92,7 +92,7 @@ def test_each_step_of_a_run_names_who_started_stopped_or_resumed_it(
     assert counts[Stage.MERGE] == {"domains": 4, "new": 3}
     assert counts[Stage.DNS] == {"skipped": 3, "failed": 1}
     assert counts[Stage.REDIRECTS] == {"added": 0}
-    assert counts[Stage.LOAD] == {"created": 3, "made_inactive": 1, "made_active": 0}
+    assert counts[Stage.LOAD] == {"created": 3, "made_inactive": 1, "made_active": 0, "seeds_updated": 0}
     assert sum(step.counts["created"] for step in loaded) == 3
 
     gamma.refresh_from_db()

@@ -14,7 +14,7 @@ from django.db.models import Count, Q, Sum
 from harvest.models import PreloadDomain, PreloadRun, PreloadStep
 
 Kind = PreloadStep.Kind
-LOAD_COUNTS = ("created", "made_inactive", "made_active")
+LOAD_COUNTS = ("created", "made_inactive", "made_active", "seeds_updated")
 
 
 def step_record(

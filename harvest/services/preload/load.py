@@ -1,8 +1,10 @@
 """Stage 5, loading: the run's domains into the database, by ranges of ids, each range in one
 transaction that also marks it loaded on the run (and writes its audit step), several ranges side
-by side on PostgreSQL. New live domains are created in a few set-based statements; known domains
-without a DNS answer are made inactive, and those a preload made inactive that answer again are
-made active again."""
+by side on PostgreSQL. New live domains are created in a few set-based statements, their seeds
+``http(s)://(www.)name/`` and the URLs the sources gave; the seed list of a known live domain's
+default configuration gains the URLs the sources gave that it lacks (with a history row each);
+known domains without a DNS answer are made inactive, and those a preload made inactive that
+answer again are made active again."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from webarchive.dbstats import analyze
 
 LOAD_BATCH = 50_000  # ids per range: domains created per statement set (and transaction)
 BATCH_TABLE = "preload_batch"
+SEED_TABLE = "preload_seed"  # the range's seed URLs, one a row (from the merged newline-joined lists)
+KNOWN_TABLE = "preload_known_seeds"  # the seed lists of known domains gaining URLs, and those URLs
 
 
 def stage_load(run: PreloadRun, progress) -> None:
@@ -86,6 +90,7 @@ def _load_batch(run: PreloadRun, batch: int, template_id: int, user_id: int | No
     in_range = PreloadDomain.objects.filter(run=run, pk__gte=first, pk__lte=last)
     with connection.cursor() as cursor:
         bulk.tune_for_bulk(cursor)
+        _split_seeds(cursor, run, first, last)
     if connection.vendor == "postgresql":
         # A domain someone created since the merge makes the database refuse its name: only then
         # are the range's names looked up among the domains (millions of look-ups otherwise).
@@ -98,6 +103,9 @@ def _load_batch(run: PreloadRun, batch: int, template_id: int, user_id: int | No
     else:
         _mark_known_since_merge(in_range)  # (on SQLite this first write also takes the write lock)
         created = _create_new_domains(run, first, last, template_id, now, user_id)
+    seeds_updated = _add_seeds_to_known(run, first, last, now, user_id)
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE {SEED_TABLE}")
     known = in_range.filter(is_new=False)
     failed, answered = known.filter(dns=PreloadDomain.Dns.FAILED), known.filter(dns=PreloadDomain.Dns.LIVE)
     made_inactive = made_active = 0
@@ -130,6 +138,7 @@ def _load_batch(run: PreloadRun, batch: int, template_id: int, user_id: int | No
             "created": created,
             "made_inactive": made_inactive,
             "made_active": made_active,
+            "seeds_updated": seeds_updated,
         },
     )
 
@@ -144,7 +153,8 @@ def _create_new_domains(
 ) -> int:
     """Create the new live domains of a range in a few set-based statements with what
     ``domains_create_bulk`` gives each: a history row (naming ``user_id`` and the run), the default
-    seed list (the seeds a source gave, else http(s)://(www.)name/) and the default configuration.
+    seed list (http(s)://(www.)name/, then the other URLs the sources gave, as NAS_preload does)
+    and the default configuration.
     Their ids are drawn first (into a temporary table), so each row is written once, already
     pointing at the others (the foreign keys are checked at commit). Returns how many were created."""
     stamp = connection.ops.adapt_datetimefield_value(now)
@@ -156,12 +166,12 @@ def _create_new_domains(
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {BATCH_TABLE}")
         cursor.execute(
-            f"""CREATE TEMPORARY TABLE {BATCH_TABLE} (name varchar(255), seeds text, domain_id bigint,
+            f"""CREATE TEMPORARY TABLE {BATCH_TABLE} (preload_id bigint, name varchar(255), domain_id bigint,
             seed_list_id bigint, configuration_id bigint)"""
         )
         cursor.execute(
-            f"""INSERT INTO {BATCH_TABLE} (name, seeds, domain_id, seed_list_id, configuration_id)
-            SELECT p.name, p.seeds, {_new_id(cursor, domains)}, {_new_id(cursor, seed_lists)},
+            f"""INSERT INTO {BATCH_TABLE} (preload_id, name, domain_id, seed_list_id, configuration_id)
+            SELECT p.id, p.name, {_new_id(cursor, domains)}, {_new_id(cursor, seed_lists)},
                 {_new_id(cursor, configurations)}
             FROM {staged} p WHERE p.run_id = %s AND p.id BETWEEN %s AND %s AND p.is_new
                 AND p.dns IN (%s, %s)""",  # noqa: S608 (table names from the models, values as parameters)
@@ -189,13 +199,19 @@ def _create_new_domains(
             FROM {BATCH_TABLE} b JOIN {domains} d ON d.id = b.domain_id""",  # noqa: S608
             [values[column] for column in columns if column in values],
         )
-        default = "'http://' || name || '/' || %s || 'https://' || name || '/' || %s"
-        default += " || 'http://www.' || name || '/' || %s || 'https://www.' || name || '/'"
+        # The defaults (as domains_create gives them), then the source's other URLs in their order.
+        defaults = [
+            f"'{scheme}://' || {host} || '/'"
+            for host in ("b.name", "'www.' || b.name")
+            for scheme in ("http", "https")
+        ]
+        extra = _joined_seeds(f"s.preload_id = b.preload_id AND s.url NOT IN ({', '.join(defaults)})")
+        default = " || %s || ".join(defaults)
         cursor.execute(
             f"""INSERT INTO {seed_lists} (id, domain_id, name, seeds, comments, updated_at)
-            SELECT seed_list_id, domain_id, %s, CASE WHEN seeds <> '' THEN seeds ELSE {default} END, '', %s
-            FROM {BATCH_TABLE}""",  # noqa: S608
-            [DEFAULT_SEED_LIST, "\n", "\n", "\n", stamp],
+            SELECT b.seed_list_id, b.domain_id, %s, {default} || coalesce(%s || {extra}, ''), '', %s
+            FROM {BATCH_TABLE} b""",  # noqa: S608
+            [DEFAULT_SEED_LIST, "\n", "\n", "\n", "\n", stamp],
         )
         cursor.execute(
             f"""INSERT INTO {configurations} (id, domain_id, name, template_id, max_objects, max_bytes,
@@ -209,6 +225,112 @@ def _create_new_domains(
         )
         cursor.execute(f"DROP TABLE {BATCH_TABLE}")
     return created
+
+
+def _split_seeds(cursor, run: PreloadRun, first: int, last: int) -> None:
+    """Write the seed URLs the sources gave the range's live domains into ``SEED_TABLE``, one a row
+    with its place in the domain's list (the merge joined them by newlines, in order)."""
+    live = (PreloadDomain.Dns.LIVE, PreloadDomain.Dns.SKIPPED)
+    staged = PreloadDomain._meta.db_table
+    cursor.execute(f"DROP TABLE IF EXISTS {SEED_TABLE}")
+    cursor.execute(f"CREATE TEMPORARY TABLE {SEED_TABLE} (preload_id bigint, url text, position integer)")
+    chosen = "p.run_id = %s AND p.id BETWEEN %s AND %s AND p.seeds <> '' AND p.dns IN (%s, %s)"
+    if connection.vendor == "postgresql":
+        cursor.execute(
+            f"""INSERT INTO {SEED_TABLE} (preload_id, url, position)
+            SELECT p.id, u.url, u.position FROM {staged} p
+            CROSS JOIN LATERAL unnest(string_to_array(p.seeds, E'\\n')) WITH ORDINALITY AS u(url, position)
+            WHERE {chosen} AND u.url <> ''""",  # noqa: S608
+            [run.pk, first, last, *live],
+        )
+    else:
+        # SQLite has no function to split a text: a recursive query takes off a line at a time.
+        cursor.execute(
+            f"""WITH RECURSIVE split(preload_id, rest, url, position) AS (
+                SELECT p.id, p.seeds || char(10), '', 0 FROM {staged} p WHERE {chosen}
+                UNION ALL
+                SELECT preload_id, substr(rest, instr(rest, char(10)) + 1),
+                    substr(rest, 1, instr(rest, char(10)) - 1), position + 1
+                FROM split WHERE rest <> '')
+            INSERT INTO {SEED_TABLE} (preload_id, url, position)
+            SELECT preload_id, url, position FROM split WHERE position > 0 AND url <> ''""",  # noqa: S608
+            [run.pk, first, last, *live],
+        )
+    cursor.execute(f"CREATE INDEX {SEED_TABLE}_preload ON {SEED_TABLE} (preload_id, position)")
+
+
+def _joined_seeds(where: str) -> str:
+    """SQL: the URLs of ``SEED_TABLE s`` matching ``where``, in their order, one a line (NULL: none)."""
+    if connection.vendor == "postgresql":
+        return f"(SELECT string_agg(s.url, E'\\n' ORDER BY s.position) FROM {SEED_TABLE} s WHERE {where})"  # noqa: S608
+    # SQLite's group_concat takes the rows in the order the subquery gives them.
+    return (
+        f"(SELECT group_concat(url, char(10)) FROM"  # noqa: S608
+        f" (SELECT s.url FROM {SEED_TABLE} s WHERE {where} ORDER BY s.position))"
+    )
+
+
+def _add_seeds_to_known(run: PreloadRun, first: int, last: int, now, user_id: int | None) -> int:
+    """Give the seed list of each known live domain's default configuration (its ``defaultseeds``
+    one, else its first) the URLs the sources gave that it does not have yet, after its own lines,
+    as NAS_preload updates the seed lists of the domains it knows: one statement for all, the
+    version of each list raised (an editor's form read before is refused, not saved over it) and a
+    history row each, naming ``user_id`` and the run. Returns how many lists gained URLs."""
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    staged, domains = PreloadDomain._meta.db_table, Domain._meta.db_table
+    seed_lists, through = SeedList._meta.db_table, DomainConfiguration.seed_lists.through._meta.db_table
+    contains = "strpos" if connection.vendor == "postgresql" else "instr"
+    # A URL is there when it is one of the list's lines (stored normalised, as the sources' are).
+    missing = _joined_seeds(
+        f"s.preload_id = {KNOWN_TABLE}.preload_id AND {contains}(%s || l.seeds || %s, %s || s.url || %s) = 0"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {KNOWN_TABLE}")
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE {KNOWN_TABLE} (preload_id bigint, seed_list_id bigint, added text)"
+        )
+        cursor.execute(
+            f"""INSERT INTO {KNOWN_TABLE} (preload_id, seed_list_id)
+            SELECT p.id, (SELECT l.id FROM {through} t JOIN {seed_lists} l ON l.id = t.seedlist_id
+                WHERE t.domainconfiguration_id = d.default_configuration_id
+                ORDER BY CASE WHEN l.name = %s THEN 0 ELSE 1 END, l.id LIMIT 1)
+            FROM {staged} p JOIN {domains} d ON d.id = p.known_id
+            WHERE p.run_id = %s AND p.id BETWEEN %s AND %s AND NOT p.is_new
+                AND p.id IN (SELECT preload_id FROM {SEED_TABLE})""",  # noqa: S608
+            [DEFAULT_SEED_LIST, run.pk, first, last],
+        )
+        cursor.execute(
+            f"""UPDATE {KNOWN_TABLE} SET added = (SELECT {missing} FROM {seed_lists} l
+                WHERE l.id = {KNOWN_TABLE}.seed_list_id) WHERE seed_list_id IS NOT NULL""",  # noqa: S608
+            ["\n", "\n", "\n", "\n"],
+        )
+        cursor.execute(f"DELETE FROM {KNOWN_TABLE} WHERE added IS NULL")  # noqa: S608
+        # After the list's own lines (trailing newlines taken off first), in one write per list.
+        cursor.execute(
+            f"""UPDATE {seed_lists} SET seeds = rtrim(seeds, %s)
+                || CASE WHEN rtrim(seeds, %s) = '' THEN '' ELSE %s END
+                || (SELECT k.added FROM {KNOWN_TABLE} k WHERE k.seed_list_id = {seed_lists}.id),
+                version = version + 1, updated_at = %s
+            WHERE id IN (SELECT seed_list_id FROM {KNOWN_TABLE})""",  # noqa: S608
+            ["\n", "\n", "\n", stamp],
+        )
+        updated = cursor.rowcount
+        history = SeedList.history.model
+        columns = [field.column for field in history._meta.concrete_fields if field.column != "history_id"]
+        values = {
+            "history_date": stamp,
+            "history_change_reason": _("Preload run %(run)d") % {"run": run.pk},
+            "history_type": "~",
+            "history_user_id": user_id,
+        }
+        cursor.execute(
+            f"""INSERT INTO {history._meta.db_table} ({", ".join(columns)})
+            SELECT {", ".join("%s" if column in values else f"l.{column}" for column in columns)}
+            FROM {KNOWN_TABLE} k JOIN {seed_lists} l ON l.id = k.seed_list_id""",  # noqa: S608
+            [values[column] for column in columns if column in values],
+        )
+        cursor.execute(f"DROP TABLE {KNOWN_TABLE}")
+    return updated
 
 
 def _new_id(cursor, table: str) -> str:
