@@ -6,12 +6,13 @@ Run on SQLite and on PostgreSQL (``DATABASE_URL``): the load has an SQL path for
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from harvest.choices import HarvestKind
 from harvest.models import Domain, PreloadRun, PreloadStep, SeedList
 from harvest.services.domains import configuration_save, domain_create, seed_list_save
 from harvest.services.planning import definition_save
-from harvest.services.preload import SourceSpec, preload_create, preload_run
+from harvest.services.preload import SourceSpec, preload_create, preload_run, statistics_rows
 from tests.factories import UserFactory
 from webarchive.permissions import Role
 from webarchive.versioning import ConcurrentEditError
@@ -73,7 +74,7 @@ def test_a_new_domain_gets_both_seeds_and_the_urls_its_sources_gave(run_lists):
     assert loaded(run)["created"] == 2 and loaded(run)["seeds_updated"] == 0
 
 
-def test_a_known_domain_gains_the_new_urls_once_with_a_history_row(run_lists, engineer):
+def test_a_known_domain_gains_the_new_urls_once_with_a_history_row(run_lists, engineer, client):
     gamma = domain_create(name="gamma.fr", seeds="https://gamma.fr/kept/\nhttp://www.gamma.fr/old/")
     delta = domain_create(name="delta.fr", seeds="https://delta.fr/all-there/")
     seed_list = gamma.default_configuration.seed_lists.get()
@@ -105,6 +106,11 @@ def test_a_known_domain_gains_the_new_urls_once_with_a_history_row(run_lists, en
     assert delta_list.history.count() == 1
     assert gamma.seed_lists.count() == 1 and Domain.objects.count() == 2
     assert loaded(run) == {"created": 0, "made_inactive": 0, "made_active": 0, "seeds_updated": 1}
+    assert run.statistics["seeds_updated"] == 1
+    assert ["run", "seeds_updated", 1, "", "", ""] in list(statistics_rows(run))
+    client.force_login(engineer)
+    page = client.get(reverse("harvest:preload_detail", args=[run.pk])).content.decode()
+    assert "1 known domain given new seed URLs." in page and "seeds_updated: 1" in page
 
     # The same lists again: nothing to add, nothing written.
     again = run_lists(
@@ -112,7 +118,7 @@ def test_a_known_domain_gains_the_new_urls_once_with_a_history_row(run_lists, en
         "http://news.gamma.fr/b\nhttps://gamma.fr/new/\n",
     )
 
-    assert loaded(again)["seeds_updated"] == 0
+    assert loaded(again)["seeds_updated"] == again.statistics["seeds_updated"] == 0
     seed_list.refresh_from_db()
     assert seed_list.version == version + 1 and seed_list.history.count() == histories + 1
     assert SeedList.history.count() == 3  # two created, one changed

@@ -15,9 +15,11 @@ A :class:`~harvest.models.PreloadRun` goes through five stages, each resumable:
 4. **redirect discovery** — live domains are asked for ``http://domain/`` and
    ``http://www.domain/`` (harvest.preload.redirects); a redirect to a registered domain no source
    gave, and the database does not know, adds it, tagged "redirect from X".
-5. **load** — new live domains are created in bulk with their seeds and default configuration
-   (a range of domains and its "loaded" mark on the run in one transaction, several ranges side by
-   side on PostgreSQL); existing domains without a DNS answer are
+5. **load** — new live domains are created in bulk with their seeds (``http(s)://(www.)domain/``
+   and the URLs the sources gave) and default configuration, known live domains' default seed
+   lists gain the URLs they lack (a history row each) (a range of domains and its "loaded" mark on
+   the run in one transaction, several ranges side by side on PostgreSQL); existing domains
+   without a DNS answer are
    made inactive (so the snapshot leaves them out), and those a preload made inactive that answer
    again are made active again.
 

@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from django.db import connection
 
 from harvest.models import PreloadDomain, PreloadRun
+from harvest.services.preload import audit
 
 
 def preload_statistics(run: PreloadRun) -> dict:
-    """Domains per source and new per source, DNS failures, redirects found, domains per TLD, inactive."""
+    """Domains per source and new per source, DNS failures, redirects found, domains per TLD, inactive,
+    known domains whose seed list gained URLs."""
     per_source = {
         name: {"lines": 0, "invalid": 0, "domains": 0, "new": 0}
         for name in run.sources.order_by("name").values_list("name", flat=True)
@@ -47,6 +49,7 @@ def preload_statistics(run: PreloadRun) -> dict:
                 if name in per_source:
                     per_source[name]["domains"] += count
                     per_source[name]["new"] += count if is_new else 0
+    counts["seeds_updated"] = audit.stage_counts(run, PreloadRun.Stage.LOAD)["seeds_updated"]
     return {
         **counts,
         "sources": per_source,
@@ -60,7 +63,15 @@ def statistics_rows(run: PreloadRun) -> Iterator[list]:
     yield ["section", "key", "domains", "new", "lines", "invalid"]
     for name, row in stats.get("sources", {}).items():
         yield ["source", name, row["domains"], row["new"], row["lines"], row["invalid"]]
-    for key in ("total", "new", "dns_failed", "redirects", "inactive_existing", "new_excluded"):
+    for key in (
+        "total",
+        "new",
+        "dns_failed",
+        "redirects",
+        "inactive_existing",
+        "new_excluded",
+        "seeds_updated",
+    ):
         if key in stats:
             yield ["run", key, stats[key], "", "", ""]
     for tld, count in stats.get("tlds", {}).items():
