@@ -15,7 +15,8 @@ Stages and their units:
 - ``resolve``: each digest partition, collision resolution and copy numbers;
 - ``copies``: each input file, the copies it holds (sorted by offset);
 - ``rewrite``: each input file, its deduplicated WARC file in ``out_dir``;
-- ``validate``: each output file, read again against its input.
+- ``validate``: each output file, read again against its input; and each converted ARC file
+  compared with its ARC file, capture by capture.
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ class ValidationReport:
     revisits: int
     bytes_in: int
     bytes_out: int
+    # ARC file name -> its conversion checked (convert.conversion_check): ok, counts, problems.
+    conversions: dict[str, dict] = dataclasses.field(default_factory=dict)
 
 
 class Pipeline:
@@ -307,6 +310,10 @@ class Pipeline:
             referenced=referenced,
             expected=read_json(self._done_file("rewrite", unit)),
         )
+        if self._kinds[number] == "arc":  # the conversion as read now, the ARC file's captures all kept
+            checked["conversion"] = convert.conversion_check(
+                original=self.inputs[number], converted=path, name=name
+            )
         write_json(self._done_file("validate", unit), checked)
 
     # -- results ---------------------------------------------------------------------------------------
@@ -377,6 +384,7 @@ class Pipeline:
             revisits=report["revisits"],
             bytes_in=sum(path.stat().st_size for path in self.inputs if path.exists()),
             bytes_out=bytes_out,
+            conversions=report["conversions"],
         )
 
     def _require(self, stage: str) -> None:

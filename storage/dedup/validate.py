@@ -7,7 +7,8 @@ For each such revisit the SHA-256 of the copy's payload (from the input) is
 kept, and for each original the copies point to, the SHA-256 of its payload
 as written in the output. The report then resolves every revisit to an
 original in the output set, by WARC-Refers-To (else by target URI and date),
-and checks that both payloads have the same bytes.
+and checks that both payloads have the same bytes. An ARC input's conversion
+(:func:`storage.dedup.convert.conversion_check`) adds its mismatches to the problems.
 """
 
 from __future__ import annotations
@@ -119,8 +120,16 @@ def validation_report(units: list[dict]) -> dict:
     problems: list[str] = []
     originals: dict[str, tuple[str, str, str]] = {}
     by_capture: dict[tuple[str, str], list[str]] = {}
+    conversions: dict[str, dict] = {}
     for unit in units:
         problems += unit["problems"]
+        if "conversion" in unit:
+            conversion = unit["conversion"]
+            conversions[conversion["file"]] = conversion
+            problems += conversion["problems"]
+            hidden = conversion["mismatches"] - len(conversion["problems"])
+            if hidden > 0:
+                problems.append(f"{conversion['file']}, conversion: {hidden} more mismatches")
         for record_id, (uri, date, sha) in unit["originals"].items():
             originals[record_id] = (uri, date, sha)
             by_capture.setdefault((uri, date), []).append(sha)
@@ -139,4 +148,5 @@ def validation_report(units: list[dict]) -> dict:
         "records_in": sum(unit["records_in"] for unit in units),
         "records_out": sum(unit["records_out"] for unit in units),
         "revisits": revisits,
+        "conversions": conversions,
     }

@@ -25,6 +25,7 @@ from django.db import OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from harvest.crawler.warc import FILE_NAME
 from harvest.models import Job
@@ -529,6 +530,8 @@ def file_harvests(names: set[str]) -> dict[str, str]:
 
 # Retiring an original -----------------------------------------------------------------------------
 
+ARC_SUFFIXES = (".arc", ".arc.gz")
+
 
 @transaction.atomic
 def warc_file_retire(*, warc_file_id: int, user=None) -> WarcFile:
@@ -543,6 +546,8 @@ def warc_file_retire(*, warc_file_id: int, user=None) -> WarcFile:
             _("%(name)s was already retired on %(when)s.") % {"name": warc.name, "when": warc.retired_at},
             code="retired",
         )
+    if warc.name.endswith(ARC_SUFFIXES):
+        _require_validated_conversion(warc)
     replacement = warc.replaced_by
     if replacement is None:
         raise ValidationError(
@@ -592,6 +597,40 @@ def warc_file_retire(*, warc_file_id: int, user=None) -> WarcFile:
             detail=_("Retired: replaced by %(name)s.") % {"name": replacement.name},
         )
     return warc
+
+
+def _require_validated_conversion(warc: WarcFile) -> None:
+    """Refuse to retire an ARC file unless the last run that converted it found its conversion
+    whole (the converted file's captures compared with the ARC file's, storage.dedup.convert)."""
+    run = (
+        DedupRun.objects.filter(validation__conversions__has_key=warc.name)
+        .only("pk", "validation")
+        .order_by("-pk")
+        .first()
+    )
+    if run is None:
+        raise ValidationError(
+            _(
+                "%(name)s is an ARC file and no deduplication run has validated its conversion to WARC"
+                " (the converted file's captures compared with the ARC file's): it cannot be retired."
+            )
+            % {"name": warc.name},
+            code="conversion_not_validated",
+        )
+    conversion = run.validation["conversions"][warc.name]
+    if not conversion.get("ok"):
+        count = conversion.get("mismatches", 0)
+        raise ValidationError(
+            ngettext(
+                "The conversion of %(name)s to WARC did not validate in deduplication run %(run)s"
+                " (%(count)d mismatch, listed in its validation report): it cannot be retired.",
+                "The conversion of %(name)s to WARC did not validate in deduplication run %(run)s"
+                " (%(count)d mismatches, listed in its validation report): it cannot be retired.",
+                count,
+            )
+            % {"name": warc.name, "run": run.pk, "count": count},
+            code="conversion_failed",
+        )
 
 
 def _file_sha256(warc: WarcFile) -> str | None:

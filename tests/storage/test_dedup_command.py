@@ -10,9 +10,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from storage.models import Capture, DedupRun, WarcFile
-from storage.services.dedup_runs import dedup_run_advance, dedup_run_start, dedup_run_stop
+from storage.services.dedup_runs import dedup_run_advance, dedup_run_start, dedup_run_stop, dedup_run_unit
 from storage.services.indexing import warc_file_index
 from tests.crawler.sitecrawl import crawl
+from tests.storage.test_dedup_convert import heritrix_arc, rewrite_members
 from webarchive.testsite import TestSite
 
 pytestmark = pytest.mark.django_db
@@ -132,3 +133,37 @@ def _text_file(tmp: Path) -> Path:
     path = tmp / "notes.warc.gz"
     path.write_text("hello")
     return path
+
+
+def test_an_arc_file_s_conversion_is_validated_and_a_mismatch_fails_the_run(tmp_path):
+    (tmp_path / "in").mkdir()
+    heritrix_arc(tmp_path / "in" / "old.arc.gz")
+    text = dedup(tmp_path / "in", "--out", tmp_path / "good", "--no-register")
+    assert "Validation passed" in text
+    assert "Conversion of old.arc.gz: 5 captures in the ARC file, 5 in the converted file: validated." in text
+
+    # A conversion that lost a record: the run is stopped after its convert stage, the converted
+    # file damaged, and the command resumes it.
+    run = dedup_run_start(inputs=[tmp_path / "in"], out_dir=tmp_path / "bad", enqueue=False)
+    dedup_run_advance(run_id=run.pk)
+    dedup_run_unit(run_id=run.pk, stage="convert", unit="old.arc.gz")
+    dedup_run_stop(run_id=run.pk)
+    dedup_run_stop(run_id=run.pk)  # no process of its own to see the request: stopped at once
+    converted = tmp_path / "bad" / ".dedup" / "convert" / "000000.warc.gz"
+    rewrite_members(converted, lambda record, raw: None if record.target_uri() == "http://a.test/y" else raw)
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="did not pass validation"):
+        call_command(
+            "dedup_warcs", str(tmp_path / "in"), "--out", str(tmp_path / "bad"), stdout=out, stderr=out
+        )
+    text = out.getvalue()
+    assert "Validation FAILED" in text
+    assert (
+        "Conversion of old.arc.gz: 5 captures in the ARC file, 4 in the converted file:"
+        " NOT validated, 1 mismatches." in text
+    )
+    assert (
+        "  old.arc.gz, conversion: http://a.test/y (20190101000002) is missing from the converted file"
+        in text
+    )
+    assert DedupRun.objects.get(pk=run.pk).state == DedupRun.State.FAILED

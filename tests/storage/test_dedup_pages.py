@@ -10,9 +10,10 @@ from django.urls import reverse
 
 from storage.dedup.pipeline import STAGES
 from storage.models import DedupRun, WarcFile
-from storage.services.dedup_runs import dedup_run_advance, dedup_run_start
+from storage.services.dedup_runs import dedup_run_advance, dedup_run_start, dedup_run_unit
 from storage.services.indexing import warc_file_index
 from tests.storage.dedup_files import drive, duplicate_warcs
+from tests.storage.test_dedup_convert import heritrix_arc, rewrite_members
 from webarchive.permissions import Role
 
 pytestmark = pytest.mark.django_db
@@ -168,3 +169,30 @@ def test_retiring_an_original_from_its_page(as_role, root, user_with_role):
     assert WarcFile.objects.get(pk=source.pk).retired_at is not None
     replacement = WarcFile.objects.get(name="first-dedup.warc.gz")
     assert "first.warc.gz" in client.get(replacement.get_absolute_url()).content.decode()
+
+
+def test_a_conversion_that_did_not_validate_shows_on_the_run_and_blocks_retiring(as_role, settings, tmp_path):
+    root = tmp_path / "warcs"
+    settings.HARVEST_WARC_DIR = root
+    (root / "in").mkdir(parents=True)
+    arc = warc_file_index(path=heritrix_arc(root / "in" / "old.arc.gz")).warc_file
+    run = dedup_run_advance(
+        run_id=dedup_run_start(inputs=[str(root / "in")], out_dir=str(root / "out"), enqueue=False).pk
+    )
+    dedup_run_unit(run_id=run.pk, stage="convert", unit="old.arc.gz")
+    rewrite_members(
+        root / "out" / ".dedup" / "convert" / "000000.warc.gz",
+        lambda record, raw: None if record.target_uri() == "http://a.test/y" else raw,
+    )
+    run = drive(run)
+    client = as_role(Role.ENGINEER)
+    html = client.get(run.get_absolute_url()).content.decode()
+    conversions = html[html.index('id="dedup-conversions"') :].split("</ul>")[0]
+    assert "1 mismatch" in conversions and "Conversion of the ARC file old.arc.gz" in conversions
+    assert "5 captures in it, 4 in the converted file" in conversions
+    problems = html[html.index('id="dedup-problems"') :].split("</ul>")[0]
+    assert "http://a.test/y (20190101000002) is missing from the converted file" in problems
+
+    response = client.post(reverse("storage:warcfile_retire", kwargs={"pk": arc.pk}), follow=True)
+    assert "did not validate in deduplication run" in response.content.decode()
+    assert Path(arc.path).exists() and WarcFile.objects.get(pk=arc.pk).retired_at is None

@@ -23,6 +23,7 @@ from storage.services.dedup_runs import (
 from storage.services.indexing import warc_file_index
 from tests.harvest.crawljobs import job_for_sites
 from tests.storage.dedup_files import drive, duplicate_warcs
+from tests.storage.test_dedup_convert import heritrix_arc, rewrite_members
 from webarchive.permissions import Role
 
 pytestmark = pytest.mark.django_db
@@ -387,3 +388,66 @@ def test_a_file_with_no_reachable_copy_is_named(root, engineer, tmp_path):
         "archive": [f"No copy of 1 file(s) can be read from this machine: {warc.name}."]
     }
     assert not DedupRun.objects.exists()
+
+
+# Retiring an ARC original: only once its conversion to WARC validated ---------------------------------
+
+
+@pytest.fixture
+def arc_root(settings, tmp_path) -> Path:
+    """The allowed directory, with a Heritrix ARC file registered in the archive under ``in/``."""
+    root = tmp_path / "warcs"
+    settings.HARVEST_WARC_DIR = root
+    (root / "in").mkdir(parents=True)
+    warc_file_index(path=heritrix_arc(root / "in" / "old.arc.gz"))
+    return root
+
+
+def test_an_arc_file_whose_conversion_validated_is_replaced_and_may_be_retired(arc_root, engineer):
+    arc = WarcFile.objects.get(name="old.arc.gz")
+    with pytest.raises(ValidationError, match="no deduplication run has validated its conversion") as excinfo:
+        warc_file_retire(warc_file_id=arc.pk, user=engineer)
+    assert excinfo.value.code == "conversion_not_validated"
+
+    run = drive(start(arc_root, user=engineer))
+    assert run.state == DedupRun.State.VALIDATED, run.error
+    conversion = run.validation["conversions"]["old.arc.gz"]
+    assert (conversion["ok"], conversion["records"], conversion["converted_records"]) == (True, 5, 5)
+    arc.refresh_from_db()
+    assert arc.replaced_by.name == "old-dedup.warc.gz"
+    warc_file_retire(warc_file_id=arc.pk, user=engineer)
+    assert not Path(arc.path).exists()
+
+    # A run of before the conversions were validated says nothing about them: the ARC file stays.
+    WarcFile.objects.filter(pk=arc.pk).update(retired_at=None)
+    DedupRun.objects.filter(pk=run.pk).update(validation={**run.validation, "conversions": {}})
+    with pytest.raises(ValidationError, match="no deduplication run has validated its conversion"):
+        warc_file_retire(warc_file_id=arc.pk, user=engineer)
+
+
+def test_an_arc_file_whose_conversion_lost_a_record_is_reported_and_never_retired(arc_root, engineer):
+    run = dedup_run_advance(run_id=start(arc_root, user=engineer).pk)
+    assert run.stage == "convert"
+    dedup_run_unit(run_id=run.pk, stage="convert", unit="old.arc.gz")
+    converted = arc_root / "out" / ".dedup" / "convert" / "000000.warc.gz"
+    rewrite_members(converted, lambda record, raw: None if record.target_uri() == "http://a.test/y" else raw)
+
+    run = drive(run)
+    assert run.state == DedupRun.State.FAILED
+    assert "did not pass validation" in run.error
+    missing = "old.arc.gz, conversion: http://a.test/y (20190101000002) is missing from the converted file"
+    assert missing in run.error
+    assert run.validation["problems"] == [missing]
+    assert run.validation["conversions"]["old.arc.gz"]["mismatches"] == 1
+    arc = WarcFile.objects.get(name="old.arc.gz")
+    assert arc.replaced_by is None  # nothing registered
+
+    with pytest.raises(ValidationError) as excinfo:
+        warc_file_retire(warc_file_id=arc.pk, user=engineer)
+    assert excinfo.value.messages == [
+        f"The conversion of old.arc.gz to WARC did not validate in deduplication run {run.pk}"
+        " (1 mismatch, listed in its validation report): it cannot be retired."
+    ]
+    assert excinfo.value.code == "conversion_failed"
+    arc.refresh_from_db()
+    assert arc.retired_at is None and Path(arc.path).exists()

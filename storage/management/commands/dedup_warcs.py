@@ -247,5 +247,12 @@ def format_validation(validation: dict) -> str:
         f"{validation['revisits']:,} revisits; {filesizeformat(validation['bytes_in'])} in, "
         f"{filesizeformat(validation['bytes_out'])} out."
     ]
+    for name, conversion in sorted(validation.get("conversions", {}).items()):
+        mismatches = conversion["mismatches"]
+        outcome = "validated" if conversion["ok"] else f"NOT validated, {mismatches:,} mismatches"
+        lines.append(
+            f"Conversion of {name}: {conversion['records']:,} captures in the ARC file, "
+            f"{conversion['converted_records']:,} in the converted file: {outcome}."
+        )
     lines += [f"  {problem}" for problem in validation["problems"]]
     return "\n".join(lines)
