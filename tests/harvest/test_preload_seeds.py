@@ -9,8 +9,8 @@ import pytest
 from django.urls import reverse
 
 from harvest.choices import HarvestKind
-from harvest.models import Domain, PreloadRun, PreloadStep, SeedList
-from harvest.services.domains import configuration_save, domain_create, seed_list_save
+from harvest.models import Domain, PreloadDomain, PreloadRun, PreloadStep, SeedList
+from harvest.services.domains import configuration_save, domain_create, domain_update, seed_list_save
 from harvest.services.planning import definition_save
 from harvest.services.preload import SourceSpec, preload_create, preload_run, statistics_rows
 from tests.factories import UserFactory
@@ -30,7 +30,7 @@ def run_lists(db, tmp_path, engineer):
     """Run a preparation (no network, no librarians' records) over lists given as texts."""
     definition = definition_save(kind=HarvestKind.SNAPSHOT, name="broad-2026")
 
-    def run(*texts: str) -> PreloadRun:
+    def run(*texts: str, progress=None) -> PreloadRun:
         specs = []
         for index, text in enumerate(texts):
             path = tmp_path / f"list-{PreloadRun.objects.count()}-{index}.txt"
@@ -44,7 +44,7 @@ def run_lists(db, tmp_path, engineer):
             include_selection=False,
             user=engineer,
         )
-        done = preload_run(created.pk)
+        done = preload_run(created.pk, progress=progress)
         assert done.state == PreloadRun.State.DONE, done.error
         return done
 
@@ -178,3 +178,26 @@ def test_bad_lines_are_refused_each_with_its_reason_and_change_nothing(run_lists
     # The URL of another domain is that domain's seed, never gamma.fr's.
     assert "http://other.fr/about-gamma.fr/" in seeds_of("other.fr")
     assert loaded(run)["seeds_updated"] == 0
+
+
+def test_a_known_domain_without_a_dns_answer_is_made_inactive_and_gains_no_seeds(run_lists):
+    gamma = domain_create(name="gamma.fr", seeds="https://gamma.fr/kept/")
+    seed_list = gamma.default_configuration.seed_lists.get()
+    before = (seed_list.seeds, seed_list.version, seed_list.history.count())
+    read = gamma.version  # an edit page opened before the run
+
+    def gamma_does_not_answer(run):  # what a DNS check would find
+        if run.stage == PreloadRun.Stage.MERGE:
+            PreloadDomain.objects.filter(run=run, name="gamma.fr").update(dns=PreloadDomain.Dns.FAILED)
+
+    run = run_lists("https://gamma.fr/new/\n", progress=gamma_does_not_answer)
+
+    gamma.refresh_from_db()
+    assert not gamma.is_active and gamma.version == read + 1
+    seed_list.refresh_from_db()
+    assert (seed_list.seeds, seed_list.version, seed_list.history.count()) == before
+    assert loaded(run)["made_inactive"] == 1 and loaded(run)["seeds_updated"] == 0
+    # The form read before the load does not make the domain active again behind the run's back.
+    with pytest.raises(ConcurrentEditError):
+        domain_update(domain=Domain.objects.get(pk=gamma.pk), comments="seen", expected_version=read)
+    assert not Domain.objects.get(pk=gamma.pk).is_active

@@ -13,6 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -109,14 +110,15 @@ def _load_batch(run: PreloadRun, batch: int, template_id: int, user_id: int | No
     known = in_range.filter(is_new=False)
     failed, answered = known.filter(dns=PreloadDomain.Dns.FAILED), known.filter(dns=PreloadDomain.Dns.LIVE)
     made_inactive = made_active = 0
+    # Their versions raised: an edit form read before the load is refused, not saved over it.
     if failed.exists():
         made_inactive = Domain.objects.filter(pk__in=failed.values("known_id"), is_active=True).update(
-            is_active=False, dns_failed_at=now
+            is_active=False, dns_failed_at=now, version=F("version") + 1
         )
     if answered.exists():
         made_active = Domain.objects.filter(
             pk__in=answered.values("known_id"), dns_failed_at__isnull=False
-        ).update(is_active=True, dns_failed_at=None)
+        ).update(is_active=True, dns_failed_at=None, version=F("version") + 1)
     # Ranges loaded side by side each add their mark: the run's row is locked for the update, after
     # the foreign keys are checked (the long part of a commit), so that it is held only briefly.
     # (Only in a transaction of its own: the setting would last to the end of an enclosing one.)
