@@ -33,6 +33,10 @@ EXTRACT_MAX_BYTES = 16 * 1024 * 1024  # of a decoded document read for links (si
 EXTRACT_MAX_HTML_BYTES = 4 * 1024 * 1024  # of an HTML page: its parse costs ~30 times its size
 EXTRACT_MAX_LINKS = 50_000  # per document; those beyond are counted, not queued
 
+# Streamed audio and video (HLS, DASH): the segments of every variant ("all") or of the best one ("best");
+# a harvest template gives its own.
+STREAM_VARIANTS = "all"
+
 # Crawler traps (HARVEST_TRAP_*): a path segment repeated more than N times, distinct URLs under one
 # directory, distinct parameter sets of one script, dates further back or ahead than this.
 TRAP_PATH_REPEATS = 2

@@ -32,6 +32,7 @@ from harvest.crawler.dedup import (
 )
 from harvest.crawler.extractors import Document, ExtractOptions, extract
 from harvest.crawler.extractors.html import HTML_TYPES
+from harvest.crawler.extractors.streams import MANIFEST_TYPES, is_manifest
 from harvest.crawler.fetch import Exchange, FetchSession
 from harvest.crawler.frontier import Candidate, Frontier
 from harvest.crawler.outcomes import (  # the stop reasons, which harvest.worker imports from here
@@ -71,6 +72,7 @@ EXTRACTED_TYPES = (
     "text/plain",
     "application/x-gzip",
     "application/gzip",
+    *sorted(MANIFEST_TYPES),  # HLS playlists and DASH manifests (and by name, see _queue_links)
 )
 NAVIGATION_HOPS = frozenset("LM")
 REQUISITE_CHAIN = 5  # components of components outside the scope, at most this deep (CSS imports…)
@@ -101,6 +103,7 @@ class SiteSettings:
     extract_javascript: bool = True
     extract_sitemaps: bool = True
     extract_forms: bool = False
+    stream_variants: str = defaults.STREAM_VARIANTS  # "all" or "best" (extractors.streams)
     max_objects: int = -1  # -1: no limit
     max_bytes: int = -1
     deadline: float | None = None  # time.time() after which the crawl stops (time limit)
@@ -190,6 +193,7 @@ class SiteCrawl:
             sitemaps=settings.extract_sitemaps,
             max_links=settings.extract_max_links,
             max_bytes=settings.extract_max_bytes,
+            stream_variants=settings.stream_variants,
         )
         self.robots = RobotsCache(session.fetcher.user_agent)
         self.frontier = Frontier()
@@ -404,7 +408,11 @@ class SiteCrawl:
         if exchange.status >= 400:
             return []
         redirect = exchange.status >= 300
-        if not redirect and exchange.content_type not in EXTRACTED_TYPES:
+        if (
+            not redirect
+            and exchange.content_type not in EXTRACTED_TYPES
+            and not is_manifest(candidate.url, exchange.content_type)  # an .m3u8 sent as octet-stream
+        ):
             return []
         notes = []
         body = b""  # a redirect's links are in its headers

@@ -730,6 +730,7 @@ def test_registry_lists_one_extractor_per_format():
         "css",
         "javascript",
         "sitemap",
+        "streams",
         "text",
     ]
 

@@ -17,6 +17,7 @@ from .headers import HeadersExtractor
 from .html import HtmlExtractor
 from .javascript import JavaScriptExtractor
 from .sitemap import SitemapExtractor
+from .streams import StreamExtractor
 from .text import TextExtractor
 
 __all__ = [
@@ -39,6 +40,7 @@ EXTRACTORS: list[Extractor] = [
     CssExtractor(),
     JavaScriptExtractor(),
     SitemapExtractor(),
+    StreamExtractor(),
     TextExtractor(),
 ]
 

@@ -62,6 +62,7 @@ class ExtractOptions:
     sitemaps: bool = True
     max_links: int = defaults.EXTRACT_MAX_LINKS  # per document: the others are counted as skipped, not kept
     max_bytes: int = defaults.EXTRACT_MAX_BYTES  # of what a compressed sitemap decompresses to
+    stream_variants: str = defaults.STREAM_VARIANTS  # of HLS and DASH streams: "all", or only the "best"
 
 
 class LinkList(list):

@@ -35,7 +35,7 @@ class TextExtractor:
             document.content_type in TEXT_TYPES
             and not is_robots(document.url)
             and not is_text_sitemap(document)
-            and not document.url.partition("?")[0].endswith((".css", ".js", ".mjs"))
+            and not document.url.partition("?")[0].endswith((".css", ".js", ".mjs", ".m3u8", ".m3u", ".mpd"))
         )
 
     def extract(self, document: Document, options: ExtractOptions) -> Iterable[Link]:
