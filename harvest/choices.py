@@ -23,6 +23,13 @@ class DedupPolicy(models.TextChoices):
     SAME_DEFINITION = "same-definition", _("Captures of the same harvest definition")
 
 
+class StreamVariants(models.TextChoices):
+    """Which variants of a streamed video (HLS, DASH) a site crawl fetches the segments of."""
+
+    ALL = "all", _("Every variant (every quality, every language)")
+    BEST = "best", _("Only the best variant (the highest bandwidth)")
+
+
 class DigestAlgorithm(models.TextChoices):
     SHA256 = "sha256", "SHA-256"
     SHA1 = "sha1", _("SHA-1 (legacy interoperability)")

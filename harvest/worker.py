@@ -232,6 +232,7 @@ def site_settings(entry, job) -> SiteSettings:
         extract_javascript=template.get("extract_javascript", True),
         extract_sitemaps=template.get("extract_sitemaps", True),
         extract_forms=template.get("extract_forms", False),
+        stream_variants=template.get("stream_variants", defaults.STREAM_VARIANTS),
         dedup_verify=template.get("dedup_verify", False),
         **render_settings(template),
         max_objects=entry.max_objects,

@@ -232,7 +232,7 @@ TEMPLATE_GROUPS = [
     (_("Scope"), ["depth_policy", "clicks", "max_hops", "accept_rules", "reject_rules"]),
     (_("Robots"), ["obey_robots"]),
     (_("Politeness"), ["min_delay", "max_delay", "delay_factor"]),
-    (_("Extractors"), ["extract_javascript", "extract_sitemaps", "extract_forms"]),
+    (_("Extractors"), ["extract_javascript", "extract_sitemaps", "extract_forms", "stream_variants"]),
     (_("Deduplication and digest"), ["dedup", "dedup_verify", "digest_algorithm"]),
     (_("Browser rendering"), list(HarvestTemplate.RENDER_SETTINGS)),
 ]

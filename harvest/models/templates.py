@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from harvest.choices import DedupPolicy, DepthPolicy, DigestAlgorithm, RenderMode
+from harvest.choices import DedupPolicy, DepthPolicy, DigestAlgorithm, RenderMode, StreamVariants
 from harvest.crawler import defaults as crawler_defaults
 from harvest.validators import trap_list, validate_trap_lines
 
@@ -47,6 +47,7 @@ class HarvestTemplate(models.Model):
         "extract_javascript",
         "extract_sitemaps",
         "extract_forms",
+        "stream_variants",
         "dedup",
         "dedup_verify",
         "digest_algorithm",
@@ -106,6 +107,17 @@ class HarvestTemplate(models.Model):
     extract_javascript = models.BooleanField(_("URLs in JavaScript"), default=True)
     extract_sitemaps = models.BooleanField(_("sitemaps"), default=True)
     extract_forms = models.BooleanField(_("form targets (GET)"), default=False)
+    stream_variants = models.CharField(
+        _("streamed video"),
+        max_length=10,
+        choices=StreamVariants,
+        default=crawler_defaults.STREAM_VARIANTS,
+        help_text=_(
+            "Which variants of an HLS or DASH stream are archived, segment by segment: every one, or only "
+            "the best (fewer bytes; replay shows the best variant in any case). The segments count against "
+            "the site's limits."
+        ),
+    )
 
     dedup = models.CharField(_("deduplication"), max_length=20, choices=DedupPolicy, default=DedupPolicy.ALL)
     dedup_verify = models.BooleanField(

@@ -955,6 +955,7 @@ def template_data(template=None, **fields):
         "delay_factor": 5.0,
         "extract_javascript": "on",
         "extract_sitemaps": "on",
+        "stream_variants": "all",
         "dedup": "all",
         "digest_algorithm": "sha256",
         "render": "off",
