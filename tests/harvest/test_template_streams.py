@@ -2,6 +2,7 @@
 best; saved by the template form and the API, frozen into a job, given to the crawler."""
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
 
@@ -17,6 +18,7 @@ from tests.factories import UserFactory
 from tests.harvest.test_api import detail, patch
 from tests.harvest.test_pages_domains import page_text, template_data
 from webarchive.permissions import Role
+from webarchive.testsite import TestSite, streams
 
 pytestmark = pytest.mark.django_db
 
@@ -88,3 +90,19 @@ def test_the_api_writes_the_setting_and_refuses_an_unknown_choice_changing_nothi
 
 def test_the_crawler_knows_the_same_choices_as_the_template():
     assert tuple(StreamVariants.values) == STREAM_VARIANTS == ("all", "best")
+
+
+def test_an_ad_hoc_crawl_takes_the_setting_and_refuses_an_unknown_choice(tmp_path, capsys, settings):
+    settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES = True
+    with TestSite(port=0, seed=1, pages=5, hosts=1) as site:
+        call_command(
+            "crawl", site.url("/streams/"), "--warc-dir", str(tmp_path), "--delay", "0", "--quiet",
+            "--stream-variants", "best",
+        )  # fmt: skip
+        best, every = (streams.ground_truth(site, variants=value) for value in ("best", "all"))
+    fetched = {line.split(" ")[3] for line in (tmp_path / "crawl.log").read_text().splitlines()}
+    assert best <= fetched
+    assert not (every - best) & fetched
+    assert any("/streams/cdn/dash/" in url for url in best)  # the CDN's files, on the site's own host
+    with pytest.raises(CommandError, match="invalid choice: 'worst'"):
+        call_command("crawl", "http://example.com/", "--stream-variants", "worst")

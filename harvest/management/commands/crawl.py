@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 from harvest.crawler import defaults, warc
 from harvest.crawler.crawllog import CrawlLog
 from harvest.crawler.engine import run_sites
+from harvest.crawler.extractors.streams import STREAM_VARIANTS
 from harvest.crawler.fetch import DIGEST_ALGORITHMS
 from harvest.crawler.rendering import RENDER_ALL, RENDER_OFF
 from harvest.crawler.scope import POLICIES
@@ -62,6 +63,12 @@ class Command(BaseCommand):
         robots.add_argument("--obey-robots", dest="obey_robots", action="store_true", default=True)
         robots.add_argument("--ignore-robots", dest="obey_robots", action="store_false")
         parser.add_argument("--no-javascript", action="store_true", help="Do not look for URLs in scripts.")
+        parser.add_argument(
+            "--stream-variants",
+            choices=STREAM_VARIANTS,
+            default=defaults.STREAM_VARIANTS,
+            help="Of an HLS or DASH stream, fetch the segments of every variant (all) or of the best (best).",
+        )
         parser.add_argument(
             "--browser",
             action="store_true",
@@ -144,6 +151,7 @@ class Command(BaseCommand):
                     max_delay=options["delay"],
                     delay_factor=0.0,
                     extract_javascript=not options["no_javascript"],
+                    stream_variants=options["stream_variants"],
                     max_objects=options["max_objects"],
                     max_bytes=options["max_bytes"],
                     deadline=deadline,
