@@ -9,6 +9,7 @@ from harvest.api.feed import CrawlFeedView
 from harvest.api.statistics import StatisticsViewSet
 from harvest.api.w3act import W3actCrawlFeedView
 from selection.api.views import CollectionViewSet, CompatibilityRuleViewSet, RecordViewSet, ThemeViewSet
+from storage.api.index import CaptureLinesView
 from storage.api.search import SearchView
 from storage.api.views import JobWarcFilesView, StorageNodeViewSet, WarcFileViewSet
 from webarchive.api.views import NotFoundView, ObtainTokenView
@@ -46,6 +47,8 @@ urlpatterns = [
     # W3ACT's path after its base (/api/crawl/feed), for its launchers.
     path("crawl-feed/w3act/ld/<str:frequency>/", W3actCrawlFeedView.as_view(), name="crawl-feed-w3act"),
     path("search/", SearchView.as_view(), name="search"),
+    # Outside crawlers' index lines (the OutbackCDX role); reading the index is /cdx.
+    path("cdx/", CaptureLinesView.as_view(), name="cdx-lines"),
     # Last: what no route matched. Ending in a slash, so that Django still adds a missing one.
     re_path(r"^.*/$", NotFoundView.as_view()),
 ]

@@ -140,6 +140,8 @@ _PLANNER = {
 _ARCHIVE_OPERATOR = {
     "storage.deduprun": (VIEW, ADD, CHANGE),
     "storage.warcfile": (VIEW, CHANGE, DOWNLOAD),
+    # Index lines of files written by crawlers outside the archive (POST /api/cdx/).
+    "storage.capture": (VIEW, ADD),
     # Storage: nodes are added, taken offline, brought back and drained (never deleted); replicas
     # are verified on demand; the storage's history is read.
     "storage.storagenode": (VIEW, ADD, CHANGE),

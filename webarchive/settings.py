@@ -210,6 +210,8 @@ ACCESS_ANONYMOUS = env.bool("ACCESS_ANONYMOUS", default=DEBUG)
 ACCESS_CLIENT_ADDRESS_HEADER = env("ACCESS_CLIENT_ADDRESS_HEADER", default="")
 # The most captures one /cdx query returns (a larger limit is lowered to it).
 CDX_MAX_LIMIT = env.int("CDX_MAX_LIMIT", default=100_000)
+# The largest body of CDXJ/CDX lines an outside crawler may POST to /api/cdx/ at once (bytes).
+CDX_WRITE_MAX_BYTES = env.int("CDX_WRITE_MAX_BYTES", default=4 * 1024 * 1024)
 WEBARCHIVE_URL = env(
     "WEBARCHIVE_URL",
     default=f"http://{env('WEBARCHIVE_HOST', default='127.0.0.1')}:{env('WEBARCHIVE_PORT', default='8000')}/",

@@ -566,6 +566,8 @@ ACCESS = {
     "api:storagenode-list": ("api", url("api:storagenode-list"), ENGINEERS),
     # Full-text search: readers and staff (anonymous callers when the site allows it: test_fulltext_access).
     "api:search": ("api", lambda: reverse("api:search") + "?q=archive", ARCHIVE_READERS),
+    # Outside crawlers' index lines (POST only): engineers (test_cdx_write_api).
+    "api:cdx-lines": ("api-post", url("api:cdx-lines"), ENGINEERS),
     "api:storagenode-detail": ("api", planning_url("api:storagenode-detail", new_storage_node), ENGINEERS),
     # The readers' pages: anonymous visitors too when the site allows them (see test_reading_pages).
     "storage:search": ("reading", url("storage:search"), READ_ALL),
