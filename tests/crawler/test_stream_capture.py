@@ -21,8 +21,9 @@ from harvest.crawler.outcomes import OBJECT_LIMIT
 from tests.components import require_component
 from tests.crawler.sitecrawl import crawl
 from tests.crawler.test_replay import BIN, free_port, start_pywb
-from webarchive.testsite import TestSite
+from webarchive.testsite import Router, TestSite
 from webarchive.testsite import streams as stream_site
+from webarchive.testsite.server import Response, html_page
 
 
 @pytest.fixture(scope="module")
@@ -139,3 +140,43 @@ def test_the_test_website_serves_its_streams_with_their_types_and_refuses_the_re
     assert requests.get(site.host_url(1, "/streams/hls/master.m3u8"), timeout=10).status_code == 404
     with pytest.raises(ValueError, match="variants"):
         stream_site.ground_truth(site, variants="some")
+
+
+def test_a_hostile_stream_is_read_to_the_caps_and_crawled_to_the_budget(tmp_path):
+    # 8 MB of playlist (a quarter of a million segments) served as octet-stream, and an MPD of a
+    # billion segments: both read within the caps, the crawl ends at its object limit.
+    playlist = "#EXTM3U\n" + "".join(f"#EXTINF:1,\nseg-{n:07d}.ts\n" for n in range(250_000))
+    huge = (
+        '<MPD type="static" mediaPresentationDuration="P11574D"><Period><AdaptationSet>'
+        '<SegmentTemplate duration="1" media="d/$Number$.m4s"/><Representation id="r"/>'
+        "</AdaptationSet></Period></MPD>"
+    )
+    router = Router()
+    router.add(
+        "/", lambda request: html_page("Home", "<video src='live.m3u8'></video><video src='v.mpd'></video>")
+    )
+    router.add(
+        "/live.m3u8",
+        lambda request: Response(body=playlist.encode(), content_type="application/octet-stream"),
+    )
+    router.add("/v.mpd", lambda request: Response(body=huge.encode(), content_type="application/dash+xml"))
+    router.add("/<path:rest>", lambda request: Response(body=b"x" * 100, content_type="video/mp2t"))
+    with TestSite(port=0, router=router) as hostile:
+        result = crawl(
+            tmp_path,
+            [hostile.url("/")],
+            obey_robots=False,
+            extract_sitemaps=False,
+            extract_max_bytes=1024 * 1024,
+            extract_max_links=1000,
+            max_objects=60,
+        )
+    assert result.crawl.stop_reason == OBJECT_LIMIT
+    playlist_line = result.line(hostile.url("/live.m3u8"))
+    assert "links-read:1048576-bytes" in playlist_line[-1]  # the rest of the 8 MB stored, not read
+    assert "links-skipped:" in result.line(hostile.url("/v.mpd"))[-1]
+    assert result.crawl.report()["links_skipped"] >= 11574 * 86400 - 1000
+    segments = [url for url in result.fetched if url.endswith((".ts", ".m4s"))]
+    others = {hostile.url(path) for path in ("/", "/robots.txt", "/live.m3u8", "/v.mpd")}
+    assert set(result.fetched) - set(segments) == others
+    assert len(segments) == 60 - len(others)

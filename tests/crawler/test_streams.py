@@ -299,3 +299,24 @@ def test_non_http_base_urls_and_media_are_dropped():
 )
 def test_iso_durations(value, seconds):
     assert parse_duration(value) == seconds
+
+
+def test_a_master_playlist_of_a_million_variants_keeps_only_the_cap_in_memory():
+    lines = ["#EXTM3U"]
+    for n in range(200_000):
+        lines += [
+            f"#EXT-X-STREAM-INF:BANDWIDTH={n}",
+            f"v{n}.m3u8",
+            f'#EXT-X-MEDIA:TYPE=AUDIO,URI="a{n}.m3u8"',
+        ]
+    extraction = links("\n".join(lines), HLS, "http://example.com/m.m3u8", ExtractOptions(max_links=100))
+    assert len(extraction.links) == 100
+    assert extraction.skipped == 400_000 - 100
+    best = links(
+        "\n".join(lines),
+        HLS,
+        "http://example.com/m.m3u8",
+        ExtractOptions(max_links=100, stream_variants="best"),
+    )
+    # the best of those it kept (the first 50 variants): what a cap allows, never more
+    assert [link.url for link in best.links] == ["http://example.com/v49.m3u8"]

@@ -126,7 +126,10 @@ def hls_links(text: str, resolver: Resolver, *, variants: str, limit: int) -> _L
             continue
         if line[0] != "#":
             if pending is not None:
-                streams.append((_bandwidth(pending.get("BANDWIDTH")), line, pending))
+                if len(streams) + len(frames) + len(media) < limit:  # held until the end: bounded
+                    streams.append((_bandwidth(pending.get("BANDWIDTH")), line, pending))
+                else:
+                    links.skipped += 1
                 pending = None
             else:
                 links.add(resolver, line, "hls/segment")
@@ -134,11 +137,14 @@ def hls_links(text: str, resolver: Resolver, *, variants: str, limit: int) -> _L
         tag, _, value = line.partition(":")
         if tag == "#EXT-X-STREAM-INF":
             pending = _attributes(value)
-        elif tag == "#EXT-X-I-FRAME-STREAM-INF":
-            attributes = _attributes(value)
-            frames.append((_bandwidth(attributes.get("BANDWIDTH")), attributes.get("URI", "")))
-        elif tag == "#EXT-X-MEDIA":
-            media.append(_attributes(value))
+        elif tag in ("#EXT-X-I-FRAME-STREAM-INF", "#EXT-X-MEDIA"):
+            if len(streams) + len(frames) + len(media) >= limit:
+                links.skipped += 1
+            elif tag == "#EXT-X-MEDIA":
+                media.append(_attributes(value))
+            else:
+                attributes = _attributes(value)
+                frames.append((_bandwidth(attributes.get("BANDWIDTH")), attributes.get("URI", "")))
         elif tag == "#EXT-X-MAP":
             links.add(resolver, _attributes(value).get("URI"), "hls/map")
         elif tag in ("#EXT-X-KEY", "#EXT-X-SESSION-KEY"):
