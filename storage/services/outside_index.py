@@ -35,7 +35,6 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
 from warcio.timeutils import iso_date_to_timestamp
 
 from storage.models import Capture, WarcFile
@@ -311,7 +310,7 @@ def _read_record(stream, line: _Line) -> tuple[str, str]:
         record_id = record.rec_headers.get_header("WARC-Record-ID") or ""
         records.read_to_end(record)
         length = records.get_record_length()
-    except (ArchiveLoadFailed, StopIteration, OSError, ValueError, EOFError) as error:
+    except Exception as error:  # whatever warcio makes of bytes that are not a record: a bad line
         raise ValueError(_("no WARC record at offset %(offset)d") % {"offset": line.offset}) from error
     if kind not in INDEXED_TYPES:
         raise ValueError(
@@ -352,12 +351,7 @@ def capture_lines_add(*, body: bytes) -> CaptureLinesAdded:
     files = {
         warc.name: warc for warc in WarcFile.objects.select_for_update().filter(name__in=names).order_by("pk")
     }
-    existing = {
-        (row["warc_file_id"], row["offset"]): row
-        for row in Capture.objects.filter(warc_file__in=files.values()).values(
-            "warc_file_id", "offset", "url", "timestamp"
-        )
-    }
+    existing = _indexed(list(files.values()), sorted({line.offset for line in lines}))
     added = CaptureLinesAdded()
     seen: dict[tuple[int, int], _Line] = {}
     streams: dict[str, object] = {}
@@ -383,6 +377,16 @@ def capture_lines_add(*, body: bytes) -> CaptureLinesAdded:
     Capture.objects.bulk_create(added.captures, batch_size=1000)
     added.written = len(added.captures)
     return added
+
+
+def _indexed(files, offsets: list[int]) -> dict[tuple[int, int], dict]:
+    """The captures already at these offsets of these files (the lines' places only, in chunks)."""
+    found = {}
+    for start in range(0, len(offsets), 1000):
+        rows = Capture.objects.filter(warc_file__in=files, offset__in=offsets[start : start + 1000])
+        for row in rows.values("warc_file_id", "offset", "url", "timestamp"):
+            found[(row["warc_file_id"], row["offset"])] = row
+    return found
 
 
 def _capture(line: _Line, files, existing, seen, streams) -> Capture | None:

@@ -225,6 +225,12 @@ BAD = {
         lambda good: with_fields(good[0], offset=json.loads(good[1].split(" ", 2)[2])["offset"]),
         "is of http://outside.example/about?lang=fr, not http://outside.example/",
     ),
+    "no record at the offset": (
+        lambda good: with_fields(
+            good[1], offset=str(int(json.loads(good[1].split(" ", 2)[2])["offset"]) + 10)
+        ),
+        "no WARC record at offset",
+    ),
     "wrong length": (lambda good: with_fields(good[1], length="100"), "bytes long, not 100"),
     "date not the record's": (lambda good: with_fields(good[1], timestamp="20000101000000"), "captured at"),
     "not a number": (lambda good: with_fields(good[1], offset="-5"), "is not a whole number"),
