@@ -365,15 +365,20 @@ def test_a_domain_created_between_the_merge_and_the_load_is_taken_as_known(snaps
     assert run.state == PreloadRun.State.STOPPED
     assert PreloadDomain.objects.get(run=run, name="delta.fr").is_new
     created = domain_create(name="delta.fr", seeds="https://delta.fr/by-hand/")  # someone, meanwhile
+    # …and epsilon.fr, which a source gave with a URL: the load adds it to the list, as to a known one.
+    epsilon = domain_create(name="epsilon.fr", seeds="https://epsilon.fr/by-hand/")
 
     run = preload_run(run.pk)
 
     assert run.state == PreloadRun.State.DONE
     assert not PreloadDomain.objects.get(run=run, name="delta.fr").is_new
+    assert PreloadDomain.objects.get(run=run, name="delta.fr").known_id == created.pk
     delta = Domain.objects.get(name="delta.fr")
     assert delta == created and delta.seed_lists.get().seeds == "https://delta.fr/by-hand/"
+    assert epsilon.seed_lists.get().seeds == "https://epsilon.fr/by-hand/\nhttps://epsilon.fr/a?b=c"
     assert Domain.objects.filter(name="alpha.fr").exists()  # the rest of its range is created
-    assert (run.statistics["total"], run.statistics["new"]) == (6, 5)  # delta.fr is no longer new
+    assert (run.statistics["total"], run.statistics["new"]) == (6, 4)  # delta.fr, epsilon.fr no longer new
+    assert run.statistics["seeds_updated"] == 1
 
 
 # Pages

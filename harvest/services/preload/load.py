@@ -13,7 +13,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
@@ -146,8 +146,11 @@ def _load_batch(run: PreloadRun, batch: int, template_id: int, user_id: int | No
 
 
 def _mark_known_since_merge(in_range) -> None:
-    """Domains of the range someone created since the merge are known now (not created again)."""
-    in_range.filter(is_new=True, name__in=Domain.objects.values("name")).update(is_new=False)
+    """Domains of the range someone created since the merge are known now (not created again, and
+    loaded as the others known: their activity, their seed list)."""
+    in_range.filter(is_new=True, name__in=Domain.objects.values("name")).update(
+        is_new=False, known_id=Subquery(Domain.objects.filter(name=OuterRef("name")).values("pk")[:1])
+    )
 
 
 def _create_new_domains(
