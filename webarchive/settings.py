@@ -212,6 +212,9 @@ ACCESS_CLIENT_ADDRESS_HEADER = env("ACCESS_CLIENT_ADDRESS_HEADER", default="")
 CDX_MAX_LIMIT = env.int("CDX_MAX_LIMIT", default=100_000)
 # The largest body of CDXJ/CDX lines an outside crawler may POST to /api/cdx/ at once (bytes).
 CDX_WRITE_MAX_BYTES = env.int("CDX_WRITE_MAX_BYTES", default=4 * 1024 * 1024)
+# The directories from which POST /api/warc-files/register/ may register outside crawlers' WARC
+# files (comma separated; empty: registering through the API is refused, `register_warcs` only).
+CDX_WRITE_ALLOWED_ROOTS = [Path(path) for path in env.list("CDX_WRITE_ALLOWED_ROOTS", default=[])]
 WEBARCHIVE_URL = env(
     "WEBARCHIVE_URL",
     default=f"http://{env('WEBARCHIVE_HOST', default='127.0.0.1')}:{env('WEBARCHIVE_PORT', default='8000')}/",

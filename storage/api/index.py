@@ -24,19 +24,19 @@ class LinesParser(BaseParser):
         return None
 
 
-class LinesAddedSerializer(serializers.Serializer):
+class CdxLinesAddedSerializer(serializers.Serializer):
     written = serializers.IntegerField(help_text=_("Captures added to the index."))
     unchanged = serializers.IntegerField(help_text=_("Lines already in the index, left as they were."))
 
 
-class LineErrorSerializer(serializers.Serializer):
+class CdxLineErrorSerializer(serializers.Serializer):
     line = serializers.IntegerField(help_text=_("The line's number in the body, from 1."))
     error = serializers.CharField()
 
 
-class LinesRefusedSerializer(serializers.Serializer):
+class CdxLinesRefusedSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    errors = LineErrorSerializer(many=True)
+    errors = CdxLineErrorSerializer(many=True)
     errors_count = serializers.IntegerField(help_text=_("Bad lines in all (only the first ones are listed)."))
 
 
@@ -50,7 +50,7 @@ class CaptureLinesView(APIView):
 
     @extend_schema(
         request={"text/plain": str},
-        responses={200: LinesAddedSerializer, 400: LinesRefusedSerializer},
+        responses={200: CdxLinesAddedSerializer, 400: CdxLinesRefusedSerializer},
         examples=[
             OpenApiExample(
                 "CDXJ",
@@ -72,7 +72,7 @@ class CaptureLinesView(APIView):
             added = capture_lines_add(body=body)
         except CaptureLinesRefused as refusal:
             return self._refused(refusal)
-        return Response(LinesAddedSerializer(added).data)
+        return Response(CdxLinesAddedSerializer(added).data)
 
     def _refused(self, refusal: CaptureLinesRefused) -> Response:
         errors = [{"line": error.line, "error": error.error} for error in refusal.errors[:ERRORS_SHOWN]]

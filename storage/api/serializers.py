@@ -31,6 +31,18 @@ class WarcFileSerializer(ModelSerializer):
         read_only_fields = fields
 
 
+class OutsideWarcFileSerializer(serializers.Serializer):
+    """A WARC file an outside crawler wrote, to register where it lies (then POST its lines to /api/cdx/)."""
+
+    path = CharField(
+        max_length=1000, help_text="Where the file is, in a directory of CDX_WRITE_ALLOWED_ROOTS."
+    )
+    sha256 = serializers.RegexField(
+        r"^[0-9a-fA-F]{64}$", required=False, default="", help_text="The SHA-256 the file must have."
+    )
+    size = serializers.IntegerField(min_value=0, required=False, help_text="The size in bytes it must have.")
+
+
 class StorageNodeSerializer(ModelSerializer):
     """A storage node, its measured space and what it holds (read-only: nodes change on the pages)."""
 

@@ -1,17 +1,24 @@
 """REST endpoints of the archive: its files, and the storage nodes (crawl engineers). Captures are
 served by the CDX API (``/cdx``)."""
 
+from pathlib import Path
+
 from django.shortcuts import get_object_or_404
-from rest_framework import generics
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, status
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.response import Response
 
 from harvest.models import Job
 from storage import selectors_storage
-from storage.api.serializers import StorageNodeSerializer, WarcFileSerializer
+from storage.api.serializers import OutsideWarcFileSerializer, StorageNodeSerializer, WarcFileSerializer
 from storage.filtersets import StorageNodeFilterSet
-from storage.models import WarcFile
+from storage.models import Capture, WarcFile
+from storage.services.outside_index import OutsideFileRefused, allowed_roots, warc_file_register_outside
 from webarchive.api.filters import refuse_unknown_parameters
 from webarchive.api.viewsets import ReadOnlyViewSet, RestrictedQuerysetMixin
-from webarchive.permissions import VIEW, Area, restrict
+from webarchive.permissions import ADD, VIEW, Area, restrict
 
 
 class WarcFileViewSet(ReadOnlyViewSet):
@@ -21,6 +28,24 @@ class WarcFileViewSet(ReadOnlyViewSet):
     queryset = WarcFile.objects.all()
     serializer_class = WarcFileSerializer
     filterset_fields = ["job", "origin", "name", "recovered"]
+    # Registering an outside crawler's file is for those who may add its captures (POST /api/cdx/).
+    action_permissions = {"register": (ADD, Capture)}
+
+    @extend_schema(
+        request=OutsideWarcFileSerializer, responses={201: WarcFileSerializer, 200: WarcFileSerializer}
+    )
+    @action(detail=False, methods=["post"])
+    def register(self, request):
+        """Register a WARC file an outside crawler wrote (read whole, checked); its lines come next."""
+        body = OutsideWarcFileSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        known = WarcFile.objects.filter(name=Path(body.validated_data["path"]).name).exists()
+        try:
+            warc = warc_file_register_outside(**body.validated_data, roots=allowed_roots())
+        except OutsideFileRefused as refusal:
+            raise ValidationError({"path": [str(refusal)]}) from refusal
+        answer = status.HTTP_200_OK if known else status.HTTP_201_CREATED
+        return Response(WarcFileSerializer(warc).data, status=answer)
 
 
 class StorageNodeViewSet(ReadOnlyViewSet):

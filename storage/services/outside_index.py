@@ -82,10 +82,27 @@ class CaptureLinesAdded:
 # -- registering a file -----------------------------------------------------------------------------
 
 
+def allowed_roots() -> list[Path]:
+    """The directories the API may register outside files from (``CDX_WRITE_ALLOWED_ROOTS``)."""
+    return [Path(root).resolve() for root in settings.CDX_WRITE_ALLOWED_ROOTS]
+
+
 @transaction.atomic
-def warc_file_register_outside(*, path: str | Path, sha256: str = "", size: int | None = None) -> WarcFile:
-    """Make a WARC file written elsewhere a file of the archive, its index to come from its crawler."""
+def warc_file_register_outside(
+    *, path: str | Path, sha256: str = "", size: int | None = None, roots: list[Path] | None = None
+) -> WarcFile:
+    """Make a WARC file written elsewhere a file of the archive, its index to come from its crawler.
+
+    ``roots``: the directories the file must be in (the API's callers name paths on our disks).
+    """
     path = Path(path)
+    if roots is not None:
+        resolved = path.resolve()
+        if not any(root == resolved or root in resolved.parents for root in roots):
+            raise OutsideFileRefused(
+                _("%(path)s is not in a directory open to registration (CDX_WRITE_ALLOWED_ROOTS).")
+                % {"path": path}
+            )
     sha256 = sha256.strip().lower()
     if sha256 and not _SHA256.fullmatch(sha256):
         raise OutsideFileRefused(_("%(sha)s is not a SHA-256 (64 hexadecimal digits).") % {"sha": sha256})

@@ -151,6 +151,56 @@ def test_registering_refuses_a_wrong_checksum_a_wrong_size_and_a_file_that_is_no
     assert not WarcFile.objects.exists()
 
 
+def register(client, **fields):
+    return client.post(reverse("api:warcfile-register"), fields, content_type="application/json")
+
+
+@pytest.mark.django_db
+def test_the_api_registers_a_file_in_an_open_directory_only(
+    outside_warc, tmp_path, engineer, client, settings
+):
+    import hashlib
+
+    sha256 = hashlib.sha256(outside_warc.read_bytes()).hexdigest()
+    settings.CDX_WRITE_ALLOWED_ROOTS = []
+    refused = register(engineer, path=str(outside_warc))
+    assert refused.status_code == 400
+    assert "is not in a directory open to registration" in refused.json()["path"][0]
+    settings.CDX_WRITE_ALLOWED_ROOTS = [outside_warc.parent]
+    elsewhere = tmp_path / NAME
+    elsewhere.write_bytes(outside_warc.read_bytes())
+    escaping = outside_warc.parent / ".." / NAME  # the same file by a path that leaves the directory
+    for path in (elsewhere, escaping):
+        assert "is not in a directory open" in register(engineer, path=str(path)).json()["path"][0]
+    wrong = register(engineer, path=str(outside_warc), sha256="0" * 64)
+    assert wrong.status_code == 400 and "not " + "0" * 64 in wrong.json()["path"][0]
+    missing = register(engineer, path=str(outside_warc.parent / "missing.warc.gz"))
+    assert missing.status_code == 400 and "no such file" in missing.json()["path"][0]
+    assert register(engineer, path=str(outside_warc), sha256="not-hex").status_code == 400
+    assert not WarcFile.objects.exists()
+
+    created = register(engineer, path=str(outside_warc), sha256=sha256, size=outside_warc.stat().st_size)
+    assert created.status_code == 201, created.content
+    assert (created.json()["name"], created.json()["sha256"], created.json()["origin"]) == (
+        NAME,
+        sha256,
+        "imported",
+    )
+    again = register(engineer, path=str(outside_warc))
+    assert again.status_code == 200 and again.json()["id"] == created.json()["id"]
+    assert post(engineer, "\n".join(cdxj_indexer(outside_warc))).json() == {"written": 2, "unchanged": 0}
+
+
+@pytest.mark.django_db
+def test_only_those_who_may_add_captures_register_files(outside_warc, client, settings):
+    settings.CDX_WRITE_ALLOWED_ROOTS = [outside_warc.parent]
+    assert register(client, path=str(outside_warc)).status_code == 401
+    for role in (Role.READER, Role.LIBRARIAN, Role.CURATOR, Role.MANAGER):
+        client.force_login(user_for(role))
+        assert register(client, path=str(outside_warc)).status_code == 403, role
+    assert not WarcFile.objects.exists()
+
+
 # -- lines in, /cdx and replay out ------------------------------------------------------------------
 
 

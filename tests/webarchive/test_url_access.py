@@ -568,6 +568,7 @@ ACCESS = {
     "api:search": ("api", lambda: reverse("api:search") + "?q=archive", ARCHIVE_READERS),
     # Outside crawlers' index lines (POST only): engineers (test_cdx_write_api).
     "api:cdx-lines": ("api-post", url("api:cdx-lines"), ENGINEERS),
+    "api:warcfile-register": ("api-post", url("api:warcfile-register"), ENGINEERS),
     "api:storagenode-detail": ("api", planning_url("api:storagenode-detail", new_storage_node), ENGINEERS),
     # The readers' pages: anonymous visitors too when the site allows them (see test_reading_pages).
     "storage:search": ("reading", url("storage:search"), READ_ALL),
