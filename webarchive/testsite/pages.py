@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import html
 
-from webarchive.testsite import scripted, streams
+from webarchive.testsite import playable, scripted, streams
 from webarchive.testsite.server import Request, Response, Router, html_page, not_found, redirect, text
 
 router = Router()
@@ -164,6 +164,7 @@ router.add("/site/<path:rest>", generated_site)
 router.add("/cdn/<path:rest>", generated_site)  # the CDN's files, when the site has no other address
 router.routes.extend(scripted.router.routes)  # /js/, the section built by script
 external_router.routes.extend(scripted.external_router.routes)  # before the generated site's catch-all
+router.routes.extend(playable.router.routes)  # /streams/playable/, before the catch-all of /streams/
 router.routes.extend(streams.router.routes)  # /streams/, streamed video (HLS, DASH)
 cdn_router.routes.extend(streams.cdn_router.routes)  # the segments of one of its streams
 for other in (cdn_router, external_router):
