@@ -44,9 +44,10 @@ run: demo browser
 	$(BIN)/honcho start -f Procfile
 
 # System packages used by some tests: slapd (LDAP login against a real
-# directory), chromium (browser tests), and the headers python-ldap compiles
-# against. Installed with apt-get where the machine allows it; elsewhere only
-# the tests that need them are skipped, and they say why.
+# directory), chromium (browser tests), ffmpeg (a stream that plays back from
+# replay), and the headers python-ldap compiles against. Installed with
+# apt-get where the machine allows it; elsewhere only the tests that need them
+# are skipped, and they say why.
 system-deps:
 	@bash scripts/install-system-deps
 

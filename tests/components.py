@@ -1,4 +1,4 @@
-"""Tests that need a component outside Python (slapd, chromium, dnsmasq) skip without it, saying why.
+"""Tests needing a component outside Python (slapd, chromium, dnsmasq, ffmpeg) skip without it, saying why.
 
 CI sets WEBARCHIVE_REQUIRE_ALL_COMPONENTS=1: there a missing component fails
 the test instead, so that a green CI run has really run everything.
