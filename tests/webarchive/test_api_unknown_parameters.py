@@ -80,3 +80,12 @@ def test_one_object_and_the_lists_own_parameters_are_not_concerned(staff):
     assert feed.status_code == 400 and "freq" in feed.json()["detail"]
     assert set(taken(feed)) >= {"frequency", "start", "end", "page"}
     assert staff.get("/api/crawl-feed/", {"frequency": "weekly"}).status_code == 200
+
+
+def test_a_filter_that_is_not_text_given_empty_is_refused_not_taken_for_one_left_out(staff):
+    # Taken for one left out, ?harvest_definition= answered with every definition's mappings.
+    response = staff.get("/api/collection-mappings/", {"harvest_definition": "", "frequency": "monthly"})
+    assert response.status_code == 400
+    assert response.json() == {"harvest_definition": ["Empty: give a value or leave the parameter out."]}
+    # Text may be empty: an empty search is no search.
+    assert staff.get("/api/collections/", {"q": ""}).status_code == 200

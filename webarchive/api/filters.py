@@ -27,7 +27,30 @@ class FilterBackend(filters.DjangoFilterBackend):
         if _reads_a_list(request, view):
             filterset_class = self.get_filterset_class(view, queryset)
             refuse_unknown_parameters(request, PAGE_PARAMETERS | parameter_names(filterset_class))
+            refuse_empty_values(request, filterset_class)
         return super().filter_queryset(request, queryset, view)
+
+
+def refuse_empty_values(request, filterset_class) -> None:
+    """A 400 for a filter given empty whose value is not text (an id, a number, a choice, a date):
+    django-filter takes it for one left out and answers with everything (``?harvest_definition=``
+    would list every definition's mappings), where the schema says it is not a value."""
+    from django import forms
+    from django.utils.translation import gettext as _
+    from rest_framework.exceptions import ValidationError
+
+    if filterset_class is None:
+        return
+    given = request.query_params
+    empty = [
+        name
+        for name, declared in filterset_class.base_filters.items()
+        if name in given and not given.get(name) and not isinstance(declared.field, forms.CharField)
+    ]
+    if empty:
+        raise ValidationError(
+            {name: [_("Empty: give a value or leave the parameter out.")] for name in sorted(empty)}
+        )
 
 
 def _reads_a_list(request, view) -> bool:
