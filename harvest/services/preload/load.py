@@ -190,19 +190,15 @@ def _create_new_domains(
             ORDER BY name""",  # noqa: S608 (in name order: the name index is written page by page)
             [True, stamp, stamp],
         )
-        history = Domain.history.model
-        columns = [field.column for field in history._meta.concrete_fields if field.column != "history_id"]
-        values = {
-            "history_date": stamp,
-            "history_change_reason": _("Preload run %(run)d") % {"run": run.pk},
-            "history_type": "+",
-            "history_user_id": user_id,
-        }
-        cursor.execute(
-            f"""INSERT INTO {history._meta.db_table} ({", ".join(columns)})
-            SELECT {", ".join("%s" if column in values else f"d.{column}" for column in columns)}
-            FROM {BATCH_TABLE} b JOIN {domains} d ON d.id = b.domain_id""",  # noqa: S608
-            [values[column] for column in columns if column in values],
+        _write_history(
+            cursor,
+            Domain,
+            f"FROM {BATCH_TABLE} b JOIN {domains} d ON d.id = b.domain_id",
+            alias="d",
+            kind="+",
+            stamp=stamp,
+            user_id=user_id,
+            run=run,
         )
         # The defaults (as domains_create gives them), then the source's other URLs in their order.
         defaults = [
@@ -320,19 +316,15 @@ def _add_seeds_to_known(run: PreloadRun, first: int, last: int, now, user_id: in
             ["\n", "\n", "\n", stamp],
         )
         updated = cursor.rowcount
-        history = SeedList.history.model
-        columns = [field.column for field in history._meta.concrete_fields if field.column != "history_id"]
-        values = {
-            "history_date": stamp,
-            "history_change_reason": _("Preload run %(run)d") % {"run": run.pk},
-            "history_type": "~",
-            "history_user_id": user_id,
-        }
-        cursor.execute(
-            f"""INSERT INTO {history._meta.db_table} ({", ".join(columns)})
-            SELECT {", ".join("%s" if column in values else f"l.{column}" for column in columns)}
-            FROM {KNOWN_TABLE} k JOIN {seed_lists} l ON l.id = k.seed_list_id""",  # noqa: S608
-            [values[column] for column in columns if column in values],
+        _write_history(
+            cursor,
+            SeedList,
+            f"FROM {KNOWN_TABLE} k JOIN {seed_lists} l ON l.id = k.seed_list_id",
+            alias="l",
+            kind="~",
+            stamp=stamp,
+            user_id=user_id,
+            run=run,
         )
         cursor.execute(f"DROP TABLE {KNOWN_TABLE}")
     return updated
@@ -351,3 +343,21 @@ def _new_id(cursor, table: str) -> str:
         [table],
     )
     return f"{cursor.fetchone()[0]:d} + row_number() OVER (ORDER BY p.id)"
+
+
+def _write_history(cursor, model, rows: str, *, alias: str, kind: str, stamp, user_id, run) -> None:
+    """One history row (``kind``: + created, ~ changed) for each row of ``model`` that ``rows`` (a FROM
+    clause naming the model's table as ``alias``) selects, as the run's engineer made it."""
+    history = model.history.model
+    columns = [field.column for field in history._meta.concrete_fields if field.column != "history_id"]
+    values = {
+        "history_date": stamp,
+        "history_change_reason": _("Preload run %(run)d") % {"run": run.pk},
+        "history_type": kind,
+        "history_user_id": user_id,
+    }
+    selected = ", ".join("%s" if column in values else f"{alias}.{column}" for column in columns)
+    cursor.execute(
+        f"INSERT INTO {history._meta.db_table} ({', '.join(columns)}) SELECT {selected} {rows}",
+        [values[column] for column in columns if column in values],
+    )
