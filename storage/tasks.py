@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import OperationalError
 
 from storage.models import Replica, WarcFile
-from storage.services import audits, bags, fulltext, ingest, nodes, placement, replication
+from storage.services import audits, bags, fulltext, ingest, nodes, placement, replication, wacz
 from storage.services.dedup_runs import dedup_run_advance, dedup_run_unit
 from webarchive.tasks import enqueue
 
@@ -128,3 +128,14 @@ def bag_job(self, job_id: int) -> None:
         if error.code == "replica":
             raise self.retry(exc=error, countdown=BAG_RETRY_SECONDS) from error
         logger.warning("job %s not bagged: %s", job_id, " ".join(error.messages))
+
+
+@shared_task(name="storage.wacz_job", bind=True, **STORAGE_TASK)
+def wacz_job(self, job_id: int) -> None:
+    """Write the WACZ package of an ended, ingested job into STORAGE_WACZ_DIR, for its page's download."""
+    try:
+        wacz.job_wacz_auto(job_id)
+    except ValidationError as error:
+        if error.code == "replica":
+            raise self.retry(exc=error, countdown=BAG_RETRY_SECONDS) from error
+        logger.warning("job %s not packaged as WACZ: %s", job_id, " ".join(error.messages))

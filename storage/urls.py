@@ -2,7 +2,16 @@
 replay, access rules and exclusions), the deduplication pages and the storage pages (nodes, replicas, history,
 alerts, statistics)."""
 
-from storage.views import access_rules, dedup, fulltext, pages, reading_room, replay_entry, storage_nodes
+from storage.views import (
+    access_rules,
+    dedup,
+    fulltext,
+    pages,
+    reading_room,
+    replay_entry,
+    storage_nodes,
+    wacz,
+)
 
 app_name = "storage"
 
@@ -14,4 +23,5 @@ urlpatterns = [
     *access_rules.urlpatterns,
     *dedup.urlpatterns,
     *storage_nodes.urlpatterns,
+    *wacz.urlpatterns,
 ]

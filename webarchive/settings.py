@@ -99,6 +99,9 @@ STORAGE_REPAIR_BATCH = env.int("STORAGE_REPAIR_BATCH", default=500)
 # no bag is made automatically; `manage.py bag_job` makes one), and the archive's name in them.
 STORAGE_BAG_DIR = env("STORAGE_BAG_DIR", default="")
 STORAGE_BAG_ORGANIZATION = env("STORAGE_BAG_ORGANIZATION", default="Web archive")
+# WACZ packages of jobs (docs/storage.md, "WACZ packages"): where the workers write those asked for
+# from a job's page, and where its download reads them.
+STORAGE_WACZ_DIR = Path(env("STORAGE_WACZ_DIR", default=str(VAR_DIR / "wacz")))
 
 # Broad-crawl preparation (docs/preload.md): DNS lookups in flight, and redirect discovery's
 # timeout, domains in flight and the address asked for each host ({host}: the domain, www.domain).

@@ -7,8 +7,10 @@ header gets the fragment only, which polls again while its job runs and stops wh
 """
 
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
@@ -189,6 +191,8 @@ class JobDetailView(PermittedActionsMixin, ObjectDetailView):
                 .order_by("-count", "url")[:SHOWN_EXTERNAL_LINKS],
                 **self.sites_context(context["permitted"]),
                 **self.crawl_log_context(),
+                # Where storage workers write the job's WACZ (storage.services.wacz.job_wacz_path).
+                "wacz_ready": (Path(settings.STORAGE_WACZ_DIR) / f"job-{job.pk}.wacz").is_file(),
             }
         )
         return context

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -57,6 +58,7 @@ from storage.services.bags import (
     job_bag_refusal,
 )
 from storage.urlkeys import url_key
+from webarchive.tasks import enqueue
 
 logger = logging.getLogger(__name__)
 
@@ -348,3 +350,37 @@ def _publish(staging: Path, target: Path) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+# Packages made by the workers for the job page (STORAGE_WACZ_DIR)
+
+
+def job_wacz_path(job_id: int) -> Path:
+    """Where the worker writes a job's package, and where the job page's download reads it."""
+    return Path(settings.STORAGE_WACZ_DIR) / f"job-{job_id}.wacz"
+
+
+def job_wacz_request(*, job_id: int) -> bool:
+    """Send the making of a job's package to a worker (``storage.wacz_job``); False when it is there already.
+
+    Raises ValidationError for a job that is missing or cannot be packaged now, with nothing sent.
+    """
+    jobs = wacz_jobs(job_id=job_id)
+    refusal = wacz_refusal(jobs)
+    if refusal:
+        raise ValidationError(refusal, code="not_ready")
+    if job_wacz_path(job_id).exists():
+        return False
+    enqueue("storage.wacz_job", job_id)
+    return True
+
+
+def job_wacz_auto(job_id: int) -> WaczPackage | None:
+    """Write a job's package into ``STORAGE_WACZ_DIR`` (the ``storage.wacz_job`` task); None when it
+    is there already (a task sent twice)."""
+    try:
+        return wacz_write(job_id=job_id, target=job_wacz_path(job_id))
+    except ValidationError as error:
+        if error.code == "target_exists":
+            return None
+        raise

@@ -187,3 +187,55 @@ def _call(*args: str) -> str:
     out = StringIO()
     call_command("wacz_export", *args, stdout=out)
     return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_an_engineer_makes_a_jobs_package_from_its_page_and_downloads_it(
+    ingested_job, client, tmp_path, settings, monkeypatch
+):
+    from storage.tasks import wacz_job
+    from tests.factories import UserFactory
+    from webarchive.permissions import Role
+
+    settings.STORAGE_WACZ_DIR = tmp_path / "wacz"
+    sent = []
+    monkeypatch.setattr("storage.services.wacz.enqueue", lambda task, *args: sent.append((task, args)))
+    job = ingested_job
+    page = f"/harvest/jobs/{job.pk}/"
+    url = f"/access/jobs/{job.pk}/wacz/"
+
+    client.force_login(UserFactory(roles=[Role.CURATOR]))
+    assert client.post(url).status_code == 403  # the bytes of WARC files are the engineers'
+    assert client.get(url).status_code == 403
+    client.force_login(UserFactory(roles=[Role.ENGINEER]))
+    assert b"Make a WACZ package of this job" in client.get(page).content
+    response = client.get(url)
+    assert response.status_code == 404 and b"has not been made yet" in response.content
+
+    response = client.post(url, follow=True)
+    assert sent == [("storage.wacz_job", (job.pk,))]
+    assert "is being made" in response.content.decode()
+    wacz_job(job.pk)  # what the worker runs
+    made = tmp_path / "wacz" / f"job-{job.pk}.wacz"
+    assert wacz_validate(made).returncode == 0
+    assert b"Download the WACZ package" in client.get(page).content
+    response = client.get(url)
+    assert response.status_code == 200
+    assert response["Content-Disposition"] == f'attachment; filename="job-{job.pk}.wacz"'
+    assert b"".join(response.streaming_content) == made.read_bytes()
+    wacz_job(job.pk)  # sent twice: the package there is kept
+    assert client.post(url).status_code == 302 and len(sent) == 1  # ready: nothing sent again
+
+
+@pytest.mark.django_db
+def test_a_job_not_ingested_is_refused_from_its_page(crawled_job, client, tmp_path, settings, monkeypatch):
+    from tests.factories import UserFactory
+    from webarchive.permissions import Role
+
+    settings.STORAGE_WACZ_DIR = tmp_path / "wacz"
+    sent = []
+    monkeypatch.setattr("storage.services.wacz.enqueue", lambda task, *args: sent.append((task, args)))
+    client.force_login(UserFactory(roles=[Role.ENGINEER]))
+    response = client.post(f"/access/jobs/{crawled_job.pk}/wacz/", follow=True)
+    assert "is not ingested yet" in response.content.decode()
+    assert sent == [] and not (tmp_path / "wacz").exists()
