@@ -5,7 +5,7 @@ pywb replay as it is:
 
 ```
 archive/<name>.warc.gz      the WARC files, stored (not compressed again) so that a reader seeks in them
-indexes/index.cdxj          the CDXJ lines of their captures, sorted, from the archive's own index
+indexes/index.cdx           the CDXJ lines of their captures, sorted, from the archive's own index
 pages/pages.jsonl           the entry pages: every seed of the jobs with the time it was captured
 datapackage.json            every file above with its size and SHA-256 (the profile of the format)
 datapackage-digest.json     the SHA-256 of datapackage.json (what a signature would sign)
@@ -19,7 +19,7 @@ the package is refused. The zip is written under a hidden name beside the target
 (every entry's CRC, every digest and size of datapackage.json), and only then given the target's
 name, which must not exist.
 
-The lines of indexes/index.cdxj are those of :func:`storage.cdx.capture_cdxj`, byte for byte what
+The lines of indexes/index.cdx are those of :func:`storage.cdx.capture_cdxj`, byte for byte what
 cdxj-indexer writes for each record. A revisit whose original lies in a file outside the package
 (another job's, deduplicated at crawl time) replays only with that file: export the run or the
 collection to carry both. Signing (the format's ``signedData``) is left out.
@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 
 WACZ_VERSION = "1.1.1"
 STAGING_SUFFIX = ".wacz-writing"
-INDEX_PATH = "indexes/index.cdxj"
+INDEX_PATH = "indexes/index.cdx"  # CDXJ lines; the name py-wacz, pywb and ReplayWeb.page look for
 PAGES_PATH = "pages/pages.jsonl"
 SOFTWARE = "webarchive storage.services.wacz"
 

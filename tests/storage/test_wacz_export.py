@@ -65,7 +65,7 @@ def test_a_job_is_exported_as_a_wacz_that_validates_and_replays_in_pywb(ingested
     with zipfile.ZipFile(target) as package:
         names = set(package.namelist())
         assert names == {f"archive/{warc.name}" for warc in files} | {
-            "indexes/index.cdxj",
+            "indexes/index.cdx",
             "pages/pages.jsonl",
             "datapackage.json",
             "datapackage-digest.json",
@@ -76,7 +76,7 @@ def test_a_job_is_exported_as_a_wacz_that_validates_and_replays_in_pywb(ingested
         hashes = {resource["path"]: resource["hash"] for resource in datapackage["resources"]}
         for warc in files:
             assert hashes[f"archive/{warc.name}"] == f"sha256:{warc.sha256}"
-        lines = package.read("indexes/index.cdxj").decode().splitlines()
+        lines = package.read("indexes/index.cdx").decode().splitlines()
         assert len(lines) == Capture.objects.filter(warc_file__in=files).count() > 0
         assert lines == sorted(lines)
         pages = [json.loads(line) for line in package.read("pages/pages.jsonl").decode().splitlines()]
@@ -125,6 +125,18 @@ def test_a_run_is_exported_too(ingested_job, tmp_path):
     target = tmp_path / "run.wacz"
     _call("--run", str(ingested_job.run_id), "--to", str(target))
     assert wacz_validate(target).returncode == 0
+    # pywb's own way in: wb-manager unpacks the package into a collection and indexes its WARC files.
+    manager = Path(sys.executable).with_name("wb-manager")
+    for argv in (["init", "run"], ["add", "run", str(target), "--unpack-wacz"]):
+        result = subprocess.run(
+            [str(manager), *argv], cwd=tmp_path, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    collection = tmp_path / "collections" / "run"
+    archived = list((collection / "archive").iterdir())  # renamed run-0.warc.gz, run-1.warc.gz…
+    assert len(archived) == WarcFile.objects.filter(job=ingested_job).count()
+    index = "".join(path.read_text() for path in (collection / "indexes").iterdir()).splitlines()
+    assert len(index) == Capture.objects.filter(job=ingested_job).count()  # our lines, taken in
 
 
 @pytest.mark.django_db
