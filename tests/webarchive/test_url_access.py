@@ -614,6 +614,8 @@ ACCESS = {
         STAFF,
     ),
     "storage:job_captures": ("page", planning_url("storage:job_captures", new_job), STAFF),
+    # A job's WACZ package: asked for by POST (the download, a GET, is a file once made).
+    "storage:job_wacz": ("post", planning_url("storage:job_wacz", new_job), DOWNLOADERS),
     "storage:domain_captures": (
         "page",
         lambda: reverse("storage:domain_captures", kwargs={"name": "example.com"}),
