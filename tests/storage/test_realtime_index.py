@@ -68,4 +68,5 @@ def test_captures_are_indexed_while_the_crawl_runs_and_point_into_the_file_being
     assert files and all(not warc.is_open and warc.sha256 for warc in files)
     for warc in files:
         assert index_lines(warc) == cdxj_indexer(Path(warc.path))
-    assert Capture.objects.filter(job=job, record_type="metadata").count() == 3  # crawl log, reports
+    # The metadata WARC: template settings, seeds, crawl log, domain report, harvest infos, external links.
+    assert Capture.objects.filter(job=job, record_type="metadata").count() == 6
