@@ -67,6 +67,15 @@ class WarcFile(models.Model):
 
     name = models.CharField(_("name"), max_length=255, unique=True)
     path = models.CharField(_("path"), max_length=1000, help_text=_("Where the file is."))
+    machine = models.CharField(
+        _("written on"),
+        max_length=63,
+        blank=True,
+        help_text=_(
+            "The crawl machine whose spool holds the file until its replicas are stored "
+            "(WEBARCHIVE_MACHINE): its ingest chain runs there. Empty for files read from a shared path."
+        ),
+    )
     origin = models.CharField(_("origin"), max_length=12, choices=Origin, default=Origin.CRAWLED)
     size = models.BigIntegerField(_("size (bytes)"), default=0)
     sha256 = models.CharField(_("SHA-256"), max_length=64, blank=True)

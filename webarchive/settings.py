@@ -7,6 +7,8 @@ The variables are listed in README.md.
 """
 
 import os
+import re
+import socket
 from pathlib import Path
 
 import environ
@@ -76,6 +78,11 @@ HARVEST_LAUNCHER_INTERVAL = env.float("HARVEST_LAUNCHER_INTERVAL", default=60.0)
 # Where crawl workers write WARC files (until the storage nodes take them) and crawl logs.
 HARVEST_WARC_DIR = Path(env("HARVEST_WARC_DIR", default=str(VAR_DIR / "warcs")))
 HARVEST_SPOOL_DIR = Path(env("HARVEST_SPOOL_DIR", default=str(VAR_DIR / "crawl")))
+# This machine's name among the crawl machines (docs/machines.md): the files a crawler writes here
+# are ingested by the workers of this machine (their queue spool.<name>), which alone see its spool.
+MACHINE_NAME = env(
+    "WEBARCHIVE_MACHINE", default=re.sub(r"[^A-Za-z0-9]", "", socket.gethostname().split(".")[0]) or "machine"
+)
 # Post-crawl deduplication (docs/dedup.md): the directories a run started from the pages may read
 # and write (empty: HARVEST_WARC_DIR only), and the time limit of one stage unit (seconds).
 DEDUP_ALLOWED_ROOTS = [Path(path) for path in env.list("DEDUP_ALLOWED_ROOTS", default=[])]
