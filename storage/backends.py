@@ -2,9 +2,11 @@
 
 A backend knows how to put a file's bytes on its node safely, read them back, hash them, remove
 them and measure the node; the replication services (storage.services.replication) decide what
-goes where. :class:`DirectoryBackend` is a local or mounted directory. An S3-compatible object
-store would be a second class with the same methods (``put`` then becomes a multipart upload to
-a temporary key, verified, then copied to its final key), chosen by ``StorageNode.backend``.
+goes where. :class:`DirectoryBackend` is a local or mounted directory; an S3-compatible object store
+is :class:`storage.backends_s3.S3Backend`, with the same methods (``put`` there is an upload to a
+temporary key, read back and verified, then copied to its final key). ``StorageNode.backend`` names
+one of :data:`BACKENDS`; each class builds itself from its node (``for_node``). Callers know a
+stream's size through :func:`stream_size` (an object has no file descriptor to ``fstat``).
 
 Writes never leave something that looks complete but is not: the bytes go to a temporary name,
 are flushed to disk, read back and hashed, and only a matching copy is renamed to its final name
@@ -47,8 +49,17 @@ class ChecksumMismatch(OSError):
 
 @dataclass(frozen=True)
 class Usage:
-    capacity: int
-    free: int
+    capacity: int | None  # None: unknown (an object store without a quota)
+    free: int | None
+
+
+def stream_size(stream: BinaryIO) -> int:
+    """The size of what an opened replica (or spool file) holds: its ``size`` if it says it (an object
+    store's stream), else what its file descriptor says."""
+    size = getattr(stream, "size", None)
+    if isinstance(size, int):
+        return size
+    return os.fstat(stream.fileno()).st_size
 
 
 def file_sha256(stream: BinaryIO, *, on_chunk: Callable[[bytes], None] | None = None) -> tuple[str, int]:
@@ -69,6 +80,10 @@ class DirectoryBackend:
     def __init__(self, root: str | Path, node_name: str):
         self.root = Path(root)
         self.node_name = node_name
+
+    @classmethod
+    def for_node(cls, node) -> DirectoryBackend:
+        return cls(node.root, node.name)
 
     # The node as a whole
 
@@ -198,4 +213,19 @@ def _fsync_directory(directory: Path) -> None:
         os.close(descriptor)
 
 
-BACKENDS = {"directory": DirectoryBackend}
+def _s3_backend():
+    from storage.backends_s3 import S3Backend  # imported when used: it builds on this module
+
+    return S3Backend
+
+
+class _Backends(dict):
+    """``StorageNode.backend`` -> its class (the S3 one imported on first use)."""
+
+    def __missing__(self, kind):
+        if kind == "s3":
+            return _s3_backend()
+        raise KeyError(kind)
+
+
+BACKENDS = _Backends(directory=DirectoryBackend)

@@ -343,6 +343,7 @@ class StorageNode(models.Model):
 
     class Backend(models.TextChoices):
         DIRECTORY = "directory", _("local or mounted directory")
+        S3 = "s3", _("S3-compatible object store")
 
     class State(models.TextChoices):
         ONLINE = "online", _("online")
@@ -356,7 +357,25 @@ class StorageNode(models.Model):
     )
     backend = models.CharField(_("backend"), max_length=20, choices=Backend, default=Backend.DIRECTORY)
     root = models.CharField(
-        _("root"), max_length=1000, help_text=_("The directory (local or mounted) that holds the replicas.")
+        _("root"),
+        max_length=1000,
+        help_text=_(
+            "The directory (local or mounted) that holds the replicas; for an S3 node, s3://bucket/prefix."
+        ),
+    )
+    # An S3 node's endpoint and keys are a profile of the STORAGE_S3_PROFILES setting (from the
+    # environment), named here: keys are never in the database.
+    credentials = models.CharField(
+        _("S3 credentials profile"),
+        max_length=100,
+        blank=True,
+        help_text=_("S3 nodes: the name of a profile of the STORAGE_S3_PROFILES setting."),
+    )
+    quota = models.BigIntegerField(
+        _("quota (bytes)"),
+        null=True,
+        blank=True,
+        help_text=_("S3 nodes: the space it may use (an object store has no disk size); empty: unknown."),
     )
     state = models.CharField(_("state"), max_length=10, choices=State, default=State.ONLINE)
     reachable = models.BooleanField(_("reachable"), default=True)
@@ -399,8 +418,24 @@ class StorageNode(models.Model):
             return None
         return round(100 * (self.capacity - self.free) / self.capacity, 1)
 
+    @property
+    def is_s3(self) -> bool:
+        return self.backend == self.Backend.S3
+
+    @property
+    def bucket_and_prefix(self) -> tuple[str, str]:
+        """An S3 node's bucket and prefix (from its root, ``s3://bucket/prefix``)."""
+        bucket, _slash, prefix = self.root.removeprefix("s3://").partition("/")
+        return bucket, prefix
+
+    @property
+    def endpoint_url(self) -> str:
+        """An S3 node's endpoint, from its credentials profile (never the keys)."""
+        profile = settings.STORAGE_S3_PROFILES.get(self.credentials) or {}
+        return profile.get("endpoint_url", "")
+
     def backend_instance(self):
-        return BACKENDS[self.backend](self.root, self.name)
+        return BACKENDS[self.backend].for_node(self)
 
 
 # A node's state, moved by storage.services.nodes: by an engineer (offline, online, drain) and by

@@ -101,6 +101,10 @@ STORAGE_CHECK_INTERVAL = env.float("STORAGE_CHECK_INTERVAL", default=60.0)
 MONITORING_BROKER_INTERVAL = env.float("MONITORING_BROKER_INTERVAL", default=30.0)
 STORAGE_COPY_STALE_SECONDS = env.int("STORAGE_COPY_STALE_SECONDS", default=120)
 STORAGE_REPAIR_BATCH = env.int("STORAGE_REPAIR_BATCH", default=500)
+# S3-compatible storage nodes (docs/storage.md, "S3-compatible nodes"): their endpoints and keys, by
+# profile name, as JSON: {"name": {"endpoint_url": ..., "access_key": ..., "secret_key": ..., "region": ...}}.
+# A node names its profile; the keys are never in the database nor on a page.
+STORAGE_S3_PROFILES = env.json("STORAGE_S3_PROFILES", default={})
 # BagIt packages of jobs for a preservation system (docs/storage.md, "Bags for a preservation
 # system"): where the workers write the bag of each ended job once all its files are ingested (empty:
 # no bag is made automatically; `manage.py bag_job` makes one), and the archive's name in them.
@@ -191,6 +195,10 @@ HARVEST_TRAP_CALENDAR_YEARS_AHEAD = env.int(
 )
 # How often (seconds) a running site crawl writes its progress and looks for a stop request.
 HARVEST_PROGRESS_INTERVAL = env.float("HARVEST_PROGRESS_INTERVAL", default=2.0)
+# Seconds between two rolls of a crawl process's part of a job's crawl log into a WARC file of the job
+# (a part is also stored when the process's last site of the job ends): how late the job page shows the
+# log of a crawl running on another machine.
+HARVEST_CRAWL_LOG_ROLL_SECONDS = env.float("HARVEST_CRAWL_LOG_ROLL_SECONDS", default=600.0)
 # A started job none of whose sites has made progress for this long is failed.
 HARVEST_STALL_SECONDS = env.int("HARVEST_STALL_SECONDS", default=900)
 # The curators' quality view of a job (docs/quality.md): a site is flagged for "many errors" when its

@@ -10,7 +10,7 @@ reachability and empties draining ones; its events name no one.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -20,6 +20,7 @@ from django.utils.translation import gettext as _
 
 from storage import selectors_storage
 from storage.backends import NodeUnavailable
+from storage.backends_s3 import make_root, parse_root
 from storage.models import REPLICA_TRANSITIONS, STORAGE_NODE_TRANSITIONS, Replica, StorageEvent, StorageNode
 from storage.services.placement import good_replicas, under_replicated, wanted
 from webarchive.permissions import ADD, CHANGE, require
@@ -58,24 +59,37 @@ def send_verify(replicas: list[tuple[int, str]]) -> None:
 # An engineer's actions
 
 
-def node_create(*, name: str, location: str, root: str, local_worker: bool = False, user=None) -> StorageNode:
-    """Add a node: its root is created with a marker naming the node, then measured."""
+def node_create(
+    *,
+    name: str,
+    location: str,
+    root: str = "",
+    local_worker: bool = False,
+    user=None,
+    backend: str = StorageNode.Backend.DIRECTORY,
+    bucket: str = "",
+    prefix: str = "",
+    profile: str = "",
+    quota: int | None = None,
+) -> StorageNode:
+    """Add a node: a directory (``root``) or an S3 bucket and prefix reached through a credentials
+    profile of STORAGE_S3_PROFILES (``backend="s3"``, ``bucket``, ``prefix``, ``profile``, ``quota``).
+    Its root is created with a marker naming the node, then measured; bad input is refused with the
+    reason, and nothing is made."""
     require(user, ADD, StorageNode)
-    errors = {}
-    root_path = Path(root)
-    if not root_path.is_absolute():
-        errors["root"] = _("Give an absolute path.")
+    if backend == StorageNode.Backend.S3:
+        errors, root = _s3_errors(bucket=bucket, prefix=prefix, profile=profile)
     else:
-        for other in StorageNode.objects.exclude(state=StorageNode.State.RETIRED):
-            other_root = Path(other.root)
-            if root_path == other_root or other_root in root_path.parents or root_path in other_root.parents:
-                errors["root"] = _("%(root)s overlaps node %(node)s's directory %(other)s.") % {
-                    "root": root,
-                    "node": other.name,
-                    "other": other.root,
-                }
-                break
-    node = StorageNode(name=name, location=location, root=str(root_path), local_worker=local_worker)
+        errors, root = _directory_errors(root)
+    node = StorageNode(
+        name=name,
+        location=location,
+        root=root,
+        local_worker=local_worker,
+        backend=backend,
+        credentials=profile if backend == StorageNode.Backend.S3 else "",
+        quota=quota if backend == StorageNode.Backend.S3 else None,
+    )
     try:
         node.full_clean()
     except ValidationError as error:
@@ -85,6 +99,10 @@ def node_create(*, name: str, location: str, root: str, local_worker: bool = Fal
     try:
         node.backend_instance().initialise()
     except OSError as error:
+        if backend == StorageNode.Backend.S3:
+            raise ValidationError(
+                {"bucket": _("Cannot use this bucket: %(error)s") % {"error": error}}
+            ) from None
         raise ValidationError(
             {"root": _("Cannot use this directory: %(error)s") % {"error": error}}
         ) from None
@@ -97,6 +115,72 @@ def node_create(*, name: str, location: str, root: str, local_worker: bool = Fal
     )
     node_check(node)
     return node
+
+
+def _directory_errors(root: str) -> tuple[dict, str]:
+    """What is wrong with a directory node's root (relative, overlapping another node's)."""
+    errors = {}
+    root_path = Path(root)
+    if not root_path.is_absolute():
+        errors["root"] = _("Give an absolute path.")
+    else:
+        others = StorageNode.objects.exclude(state=StorageNode.State.RETIRED).filter(
+            backend=StorageNode.Backend.DIRECTORY
+        )
+        for other in others:
+            other_root = Path(other.root)
+            if root_path == other_root or other_root in root_path.parents or root_path in other_root.parents:
+                errors["root"] = _("%(root)s overlaps node %(node)s's directory %(other)s.") % {
+                    "root": root,
+                    "node": other.name,
+                    "other": other.root,
+                }
+                break
+    return errors, str(root_path)
+
+
+def _s3_errors(*, bucket: str, prefix: str, profile: str) -> tuple[dict, str]:
+    """What is wrong with an S3 node's bucket, prefix and profile (unknown profile, a bucket name S3
+    refuses, a prefix inside or around another node's in the same bucket of the same endpoint)."""
+    errors = {}
+    if profile not in settings.STORAGE_S3_PROFILES:
+        known = ", ".join(sorted(settings.STORAGE_S3_PROFILES)) or _("none")
+        errors["profile"] = _(
+            "No credentials profile %(profile)s in STORAGE_S3_PROFILES (known: %(known)s)."
+        ) % {
+            "profile": profile or "''",
+            "known": known,
+        }
+    try:
+        root = make_root(bucket, prefix)
+        parse_root(root)
+    except ValueError as error:
+        errors["bucket"] = _("Not a bucket and prefix S3 accepts: %(error)s") % {"error": error}
+        return errors, ""
+    endpoint = (settings.STORAGE_S3_PROFILES.get(profile) or {}).get("endpoint_url", "")
+    mine = PurePosixPath(prefix.strip("/") or ".")
+    others = StorageNode.objects.exclude(state=StorageNode.State.RETIRED).filter(
+        backend=StorageNode.Backend.S3
+    )
+    for other in others:
+        other_bucket, other_prefix = other.bucket_and_prefix
+        if other_bucket != bucket or other.endpoint_url != endpoint:
+            continue
+        theirs = PurePosixPath(other_prefix or ".")
+        if (
+            mine == theirs
+            or str(theirs) == "."
+            or str(mine) == "."
+            or theirs in mine.parents
+            or mine in theirs.parents
+        ):
+            errors["prefix"] = _("%(root)s overlaps node %(node)s's %(other)s.") % {
+                "root": root,
+                "node": other.name,
+                "other": other.root,
+            }
+            break
+    return errors, root
 
 
 def _active_node(node_id: int, user) -> StorageNode:

@@ -23,7 +23,6 @@ transaction while bytes are copied or hashed.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -35,7 +34,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from storage.backends import CHUNK, ChecksumMismatch
+from storage.backends import CHUNK, ChecksumMismatch, stream_size
 from storage.models import REPLICA_TRANSITIONS, Replica, StorageEvent, StorageNode, WarcFile
 from storage.services.nodes import event, node_check
 from storage.services.placement import (
@@ -284,7 +283,7 @@ def replica_open(warc: WarcFile) -> BinaryIO | None:
         except OSError as error:
             logger.warning("replica %s of %s cannot be read: %s", replica.node.name, warc.name, error)
             continue
-        if os.fstat(stream.fileno()).st_size != warc.size:
+        if stream_size(stream) != warc.size:
             logger.warning("replica %s of %s has the wrong size", replica.node.name, warc.name)
             stream.close()
             continue

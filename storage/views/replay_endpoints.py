@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import os
 import re
 from functools import wraps
 
@@ -29,7 +28,7 @@ from rest_framework.authentication import TokenAuthentication
 from rest_framework.exceptions import AuthenticationFailed
 
 from storage import access
-from storage.backends import OutsideNode
+from storage.backends import OutsideNode, stream_size
 from storage.cdx import CdxQuery, CdxQueryError, captures_lookup
 from storage.models import Capture, WarcFile
 from storage.services.placement import good_replicas
@@ -200,8 +199,11 @@ def _links_out(warc: WarcFile) -> list[str]:
     """Why good replicas of the file were not read: those whose path leads out of their node."""
     reasons = []
     for replica in good_replicas(warc).select_related("node"):
+        real_path = getattr(replica.node.backend_instance(), "real_path", None)
+        if real_path is None:
+            continue  # an object store: no links to follow out of it
         try:
-            replica.node.backend_instance().real_path(replica.relative_path)
+            real_path(replica.relative_path)
         except OutsideNode as refusal:
             reasons.append(str(refusal))
     return reasons
@@ -227,7 +229,7 @@ def warc_bytes(request, filename: str):
             % {"name": warc.name},
             503,
         )
-    size = os.fstat(stream.fileno()).st_size
+    size = stream_size(stream)
     try:
         wanted = byte_range(request.headers.get("Range", ""), size)
     except ValueError:

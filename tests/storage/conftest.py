@@ -1,10 +1,27 @@
-"""Fixtures of the access side: the crawl of the test website (tests/archive_fixtures.py), indexed."""
+"""Fixtures of the storage tests: the crawl of the test website (tests/archive_fixtures.py), indexed;
+the session's SeaweedFS server (tests/weed_server.py) and ``node_backend``, which runs a test once on
+directory nodes and once on S3 nodes (its value goes to ``make_nodes(..., backend=...)``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from storage.services.indexing import warc_file_index
+from tests.storage.storage_files import S3Nodes
+from tests.weed_server import unique_bucket, weed_server_fixture
+
+weed_server = pytest.fixture(scope="session")(weed_server_fixture)
+
+
+@pytest.fixture(params=["directory", "s3"])
+def node_backend(request, settings):
+    """The kind of node of the test: "directory", or the S3Nodes of a bucket of its own (the profile
+    ``test`` of STORAGE_S3_PROFILES reaches the session's server)."""
+    if request.param == "directory":
+        return "directory"
+    server = request.getfixturevalue("weed_server")
+    settings.STORAGE_S3_PROFILES = {**settings.STORAGE_S3_PROFILES, "test": server.profile()}
+    return S3Nodes(server=server, bucket=unique_bucket())
 
 
 @pytest.fixture

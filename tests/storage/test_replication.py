@@ -1,5 +1,6 @@
 """Replicas on storage nodes: placement, verified copies, audits and repair, node failure and return,
-draining, copies killed halfway, and reads that fall back to another replica."""
+draining, copies killed halfway, and reads that fall back to another replica. The tests that take
+``node_backend`` run on directory nodes and on S3 nodes (the session's SeaweedFS server)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from django.utils import timezone
 
 from harvest.models import CollectionMapping
 from selection.choices import Frequency
+from storage import backends_s3
 from storage.backends import TEMP_SUFFIX
 from storage.models import REPLICA_TRANSITIONS, Replica, StorageEvent, StorageNode, WarcFile
 from storage.services import nodes, placement, replication
@@ -26,7 +28,19 @@ from storage.services.placement import lost_files, under_replicated
 from storage.services.replication import file_replicate
 from tests.factories import CollectionFactory, UserFactory
 from tests.harvest.crawljobs import job_for_sites
-from tests.storage.storage_files import flip_byte, make_nodes, replica_path, spool_warc
+from tests.storage.storage_files import (
+    flip_replica_byte,
+    make_nodes,
+    node_files,
+    node_leftovers,
+    node_lose,
+    node_return,
+    remove_replica,
+    replica_bytes,
+    replica_exists,
+    spool_warc,
+    write_replica,
+)
 from webarchive.permissions import Role
 
 pytestmark = pytest.mark.django_db
@@ -44,8 +58,8 @@ def kinds(warc: WarcFile) -> list[str]:
     return list(warc.storage_events.order_by("pk").values_list("kind", flat=True))
 
 
-def test_a_file_is_placed_on_two_nodes_at_distinct_locations(tmp_path):
-    make_nodes(tmp_path, "room-1", "room-1", "room-2")
+def test_a_file_is_placed_on_two_nodes_at_distinct_locations(tmp_path, node_backend):
+    make_nodes(tmp_path, "room-1", "room-1", "room-2", backend=node_backend)
     warc = stored(spool_warc())
     replicas = list(warc.replicas.select_related("node"))
     assert len(replicas) == 2
@@ -54,14 +68,14 @@ def test_a_file_is_placed_on_two_nodes_at_distinct_locations(tmp_path):
     for replica in replicas:
         assert replica.state == Replica.State.OK and replica.verified_at is not None
         assert replica.sha256 == warc.sha256 and replica.size == warc.size
-        assert replica_path(replica).read_bytes() == original
-        assert not list(Path(replica.node.root).rglob("*" + TEMP_SUFFIX))
+        assert replica_bytes(replica) == original
+        assert node_leftovers(replica.node) == []
     assert kinds(warc) == [StorageEvent.Kind.COPIED] * 2
     assert not under_replicated().exists() and not lost_files().exists()
 
 
-def test_never_two_replicas_on_one_node(tmp_path):
-    make_nodes(tmp_path, "room-1")
+def test_never_two_replicas_on_one_node(tmp_path, node_backend):
+    make_nodes(tmp_path, "room-1", backend=node_backend)
     warc = stored(spool_warc())
     assert warc.replicas.count() == 1
     assert file_replicate(warc.pk) == 1  # again: still one, nowhere else to go
@@ -145,39 +159,39 @@ def test_free_space_tells_nodes_apart_only_beyond_the_margin(tmp_path, a_more, e
     assert [node.name for node in placement.placement(spool_warc(), 1)] == [expected]
 
 
-def test_a_flipped_byte_is_found_by_the_audit_and_repaired_from_the_other_replica(tmp_path):
-    make_nodes(tmp_path, "room-1", "room-2")
+def test_a_flipped_byte_is_found_by_the_audit_and_repaired_from_the_other_replica(tmp_path, node_backend):
+    make_nodes(tmp_path, "room-1", "room-2", backend=node_backend)
     warc = stored(spool_warc())
     Path(warc.path).unlink()  # the spool copy is gone: only the other replica can repair it
     bad = warc.replicas.select_related("node").first()
-    flip_byte(replica_path(bad))
+    flip_replica_byte(bad)
     assert replica_verify(bad.pk) == Replica.State.CORRUPT
     bad.refresh_from_db()
     assert bad.state == Replica.State.OK
     good = warc.replicas.exclude(pk=bad.pk).select_related("node").get()
-    assert replica_path(bad).read_bytes() == replica_path(good).read_bytes()
+    assert replica_bytes(bad) == replica_bytes(good)
     assert kinds(warc)[-2:] == [StorageEvent.Kind.CORRUPT, StorageEvent.Kind.REPAIRED]
     corrupt = warc.storage_events.get(kind=StorageEvent.Kind.CORRUPT)
     assert corrupt.node == bad.node and warc.sha256 in corrupt.detail
 
 
-def test_a_missing_replica_is_replaced(tmp_path):
-    make_nodes(tmp_path, "room-1", "room-2")
+def test_a_missing_replica_is_replaced(tmp_path, node_backend):
+    make_nodes(tmp_path, "room-1", "room-2", backend=node_backend)
     warc = stored(spool_warc())
     replica = warc.replicas.select_related("node").first()
-    replica_path(replica).unlink()
+    remove_replica(replica)
     assert replica_verify(replica.pk) == Replica.State.MISSING
     replica.refresh_from_db()
-    assert replica.state == Replica.State.OK and replica_path(replica).exists()
+    assert replica.state == Replica.State.OK and replica_exists(replica)
     assert StorageEvent.Kind.MISSING in kinds(warc) and kinds(warc)[-1] == StorageEvent.Kind.REPAIRED
 
 
-def test_a_file_with_no_good_replica_left_raises_an_alert(tmp_path):
-    make_nodes(tmp_path, "room-1", "room-2")
+def test_a_file_with_no_good_replica_left_raises_an_alert(tmp_path, node_backend):
+    make_nodes(tmp_path, "room-1", "room-2", backend=node_backend)
     warc = stored(spool_warc())
     Path(warc.path).unlink()
     for replica in warc.replicas.select_related("node"):
-        flip_byte(replica_path(replica))
+        flip_replica_byte(replica)
     for replica in warc.replicas.all():
         replica_verify(replica.pk)
     assert list(lost_files()) == [warc]
@@ -188,31 +202,34 @@ def test_a_file_with_no_good_replica_left_raises_an_alert(tmp_path):
     assert set(warc.replicas.values_list("state", flat=True)) == {Replica.State.CORRUPT}
 
 
-def test_a_corrupt_source_is_never_copied(tmp_path):
-    a, b = make_nodes(tmp_path, "room-1", "room-2")
+def test_a_corrupt_source_is_never_copied(tmp_path, node_backend):
+    a, b = make_nodes(tmp_path, "room-1", "room-2", backend=node_backend)
     warc = spool_warc()
     warc.replicas_wanted = 1
     warc.save()
     file_replicate(warc.pk)
     Path(warc.path).unlink()
     first = warc.replicas.select_related("node").get()
-    flip_byte(replica_path(first))  # rotted, not audited yet: it still says ok
+    flip_replica_byte(first)  # rotted, not audited yet: it still says ok
     warc.replicas_wanted = 2
     warc.save()
     file_replicate(warc.pk)
     first.refresh_from_db()
     assert first.state == Replica.State.CORRUPT
     assert not warc.replicas.filter(state=Replica.State.OK).exists()
-    assert not list(Path(b.root if first.node == a else a.root).rglob("*.warc.gz"))
+    assert node_files(b if first.node == a else a) == []
+    assert node_leftovers(b if first.node == a else a) == []
 
 
-def test_an_unreachable_node_has_its_files_replicated_elsewhere_then_is_verified_on_return(tmp_path):
-    a, _b, _c = make_nodes(tmp_path, "room-1", "room-2", "room-3")
+def test_an_unreachable_node_has_its_files_replicated_elsewhere_then_is_verified_on_return(
+    tmp_path, node_backend
+):
+    a, _b, _c = make_nodes(tmp_path, "room-1", "room-2", "room-3", backend=node_backend)
     warc = stored(spool_warc())
     holding = {replica.node.name for replica in warc.replicas.select_related("node")}
     assert holding == {"node-a", "node-b"}
     away = tmp_path / "node-a-unmounted"
-    Path(a.root).rename(away)  # as an unmounted disk: the directory is not there
+    node_lose(a, away)  # as an unmounted disk: the directory (or the bucket's marker) is not there
 
     work = check_round()
     a.refresh_from_db()
@@ -222,7 +239,7 @@ def test_an_unreachable_node_has_its_files_replicated_elsewhere_then_is_verified
     file_replicate(warc.pk)
     assert set(placement.good_replicas(warc).values_list("node__name", flat=True)) == {"node-b", "node-c"}
 
-    Path(away).rename(a.root)  # back
+    node_return(a, away)  # back
     work = check_round()
     a.refresh_from_db()
     assert a.reachable
@@ -235,11 +252,11 @@ def test_an_unreachable_node_has_its_files_replicated_elsewhere_then_is_verified
     assert StorageEvent.Kind.NODE_UNREACHABLE in events and StorageEvent.Kind.NODE_ONLINE in events
 
 
-def test_a_returning_node_with_a_damaged_replica_is_repaired_not_trusted(tmp_path):
-    a, _b, _c = make_nodes(tmp_path, "room-1", "room-2", "room-3")
+def test_a_returning_node_with_a_damaged_replica_is_repaired_not_trusted(tmp_path, node_backend):
+    a, _b, _c = make_nodes(tmp_path, "room-1", "room-2", "room-3", backend=node_backend)
     warc = stored(spool_warc())
     node_set_offline(node_id=a.pk, reason="disk replaced")
-    flip_byte(replica_path(warc.replicas.select_related("node").get(node=a)))
+    flip_replica_byte(warc.replicas.select_related("node").get(node=a))
     to_verify = node_set_online(node_id=a.pk)
     assert to_verify == [warc.replicas.get(node=a).pk]
     assert replica_verify(to_verify[0]) == Replica.State.CORRUPT
@@ -263,8 +280,8 @@ def test_marking_a_node_offline_counts_its_replicas_missing(tmp_path):
     assert not under_replicated().exists()
 
 
-def test_draining_a_node_moves_its_replicas_away_then_retires_it(tmp_path):
-    a, b, c = make_nodes(tmp_path, "room-1", "room-2", "room-3")
+def test_draining_a_node_moves_its_replicas_away_then_retires_it(tmp_path, node_backend):
+    a, b, c = make_nodes(tmp_path, "room-1", "room-2", "room-3", backend=node_backend)
     files = [stored(spool_warc(f"crawl-{n}.warc.gz", seed=n)) for n in range(3)]
     node_drain(node_id=a.pk)
     work = check_round()  # nothing is removed before its file has its count elsewhere
@@ -274,7 +291,7 @@ def test_draining_a_node_moves_its_replicas_away_then_retires_it(tmp_path):
     check_round()
     a.refresh_from_db()
     assert a.state == StorageNode.State.RETIRED
-    assert not Replica.objects.filter(node=a).exists() and not list(Path(a.root).rglob("*.warc.gz"))
+    assert not Replica.objects.filter(node=a).exists() and node_files(a) == []
     for warc in files:
         assert placement.good_replicas(warc).filter(node__in=[b, c]).count() == 2
     with pytest.raises(ValidationError):
@@ -310,8 +327,10 @@ def test_a_replica_may_be_claimed_for_a_copy_whatever_its_state():
     assert REPLICA_TRANSITIONS.ended() == frozenset()
 
 
-def test_a_copy_interrupted_halfway_leaves_no_replica_marked_ok(tmp_path, settings, monkeypatch):
-    make_nodes(tmp_path, "room-1", "room-2")
+def test_a_copy_interrupted_halfway_leaves_no_replica_marked_ok(
+    tmp_path, settings, monkeypatch, node_backend
+):
+    nodes_made = make_nodes(tmp_path, "room-1", "room-2", backend=node_backend)
     warc = spool_warc(body_bytes=3 * 1024 * 1024)
     warc.replicas_wanted = 2
     warc.save()
@@ -328,10 +347,11 @@ def test_a_copy_interrupted_halfway_leaves_no_replica_marked_ok(tmp_path, settin
     with pytest.raises(KeyboardInterrupt):
         file_replicate(warc.pk)
     assert not warc.replicas.filter(state=Replica.State.OK).exists()
-    assert not list(tmp_path.rglob("node-*/**/*.warc.gz"))  # no final name written
+    assert all(node_files(node) == [] for node in nodes_made)  # no final name written
     monkeypatch.setattr(replication._Heartbeat, "read", real_read)
     assert file_replicate(warc.pk) == 2
-    assert not list(tmp_path.rglob("*" + TEMP_SUFFIX))
+    assert all(node_leftovers(node) == [] for node in nodes_made)
+    assert all(len(node_files(node)) == 1 for node in nodes_made)
 
 
 def _copy_and_die(warc_file_id: int) -> None:
@@ -352,10 +372,14 @@ def _copy_and_die(warc_file_id: int) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_copy_killed_by_sigkill_leaves_a_temporary_file_only_and_is_taken_over(tmp_path, settings):
+def test_a_copy_killed_by_sigkill_leaves_a_temporary_file_only_and_is_taken_over(
+    tmp_path, settings, monkeypatch, node_backend
+):
     if connection.vendor != "postgresql":
         pytest.skip("the killed process shares the test database only on PostgreSQL (CI runs it there)")
-    make_nodes(tmp_path, "room-1", "room-2")
+    # S3: 2 MiB parts, so that the copy dies with one part of its multipart upload sent.
+    monkeypatch.setattr(backends_s3, "PART_SIZE", 2 * 1024 * 1024)
+    make_nodes(tmp_path, "room-1", "room-2", backend=node_backend)
     warc = spool_warc(body_bytes=5 * 1024 * 1024)
     warc.replicas_wanted = 2
     warc.save()
@@ -364,18 +388,20 @@ def test_a_copy_killed_by_sigkill_leaves_a_temporary_file_only_and_is_taken_over
     child.start()
     child.join(60)
     assert child.exitcode == -signal.SIGKILL
-    replica = warc.replicas.get()
+    replica = warc.replicas.select_related("node").get()
     assert replica.state == Replica.State.COPYING  # its claim, never released: a dead worker's
-    temporary = replica_path(replica).with_name(replica_path(replica).name + TEMP_SUFFIX)
-    assert temporary.exists() and 0 < temporary.stat().st_size < warc.size
-    assert not replica_path(replica).exists()
+    (leftover,) = node_leftovers(replica.node)  # the temporary file, or the unfinished upload
+    assert leftover.endswith(replica.relative_path + TEMP_SUFFIX)
+    if not replica.node.is_s3:
+        assert 0 < Path(leftover).stat().st_size < warc.size
+    assert not replica_exists(replica)
     assert placement.good_replicas(warc).count() == 0 and list(lost_files()) == [warc]
 
     assert file_replicate(warc.pk) == 1  # the claim is fresh: another worker leaves it alone...
     settings.STORAGE_COPY_STALE_SECONDS = 0  # ...until it is stale
     assert file_replicate(warc.pk) == 2
-    assert not temporary.exists()
-    assert replica_path(replica).read_bytes() == Path(warc.path).read_bytes()
+    assert node_leftovers(replica.node) == []
+    assert replica_bytes(replica) == Path(warc.path).read_bytes()
 
 
 def test_the_audit_verifies_every_replica_within_its_period_with_an_even_load(tmp_path, settings):
@@ -451,8 +477,10 @@ def warc_bytes(client, name: str, range_header: str | None = None):
     return response.status_code, body
 
 
-def test_warc_bytes_come_from_a_replica_and_survive_a_node_offline_or_a_failed_read(tmp_path, reader):
-    a, b = make_nodes(tmp_path, "room-1", "room-2")
+def test_warc_bytes_come_from_a_replica_and_survive_a_node_offline_or_a_failed_read(
+    tmp_path, reader, node_backend
+):
+    a, b = make_nodes(tmp_path, "room-1", "room-2", backend=node_backend)
     warc = stored(spool_warc())
     original = Path(warc.path).read_bytes()
     Path(warc.path).unlink()  # only the replicas have it now
@@ -464,9 +492,9 @@ def test_warc_bytes_come_from_a_replica_and_survive_a_node_offline_or_a_failed_r
 
     node_set_online(node_id=a.pk)
     replica_verify(warc.replicas.get(node=a).pk)
-    replica_path(warc.replicas.select_related("node").get(node=b)).unlink()  # a read fails on b
-    replica_path(warc.replicas.select_related("node").get(node=a)).write_bytes(original[:50])  # torn on a
+    remove_replica(warc.replicas.select_related("node").get(node=b))  # a read fails on b
+    write_replica(warc.replicas.select_related("node").get(node=a), original[:50])  # torn on a
     status, _body = warc_bytes(reader, warc.name)
     assert status == 503  # neither can be read: said so, not served wrong
-    replica_path(warc.replicas.select_related("node").get(node=a)).write_bytes(original)
+    write_replica(warc.replicas.select_related("node").get(node=a), original)
     assert warc_bytes(reader, warc.name) == (200, original)
