@@ -46,6 +46,13 @@ warc_files_closed = Hook(
     "they hold were recorded.",
 )
 
+crawl_log_segments = Hook(
+    "harvest.crawl_log_segments",
+    default=lambda *, job_id: [],
+    doc="(job_id) → [() → binary stream]: the parts of a job's crawl log kept with its WARC files, oldest "
+    "first, each opened when called (storage: read from a replica, wherever the crawl ran).",
+)
+
 worker_queues = Hook(
     "harvest.worker_queues",
     doc="() → [(queue, storage node name)]: the queues of the apps above that need a worker, shown on the "

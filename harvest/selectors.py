@@ -1,20 +1,59 @@
 """Reads of the harvest side that are more than a filter, shared by the pages and the REST API."""
 
+import io
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 from django.db.models import BigIntegerField, Case, Count, FloatField, IntegerField, Q, Sum, Value, When
 from django.db.models.functions import Coalesce
 
+from harvest import hooks
 from harvest.choices import SiteState
 from harvest.models import HarvestInfo, Job, JobConfiguration
 from harvest.models.jobs import SITE_PROGRESS_FIELDS
 
 
-def crawl_log_path(job_id: int) -> Path:
-    """Where the crawl log of a job is written (one file per job, appended to by every site crawl)."""
-    return Path(settings.HARVEST_SPOOL_DIR) / "jobs" / str(job_id) / "crawl.log"
+def crawl_log_dir(job_id: int) -> Path:
+    """Where this machine's crawl processes write the parts of a job's crawl log not stored yet."""
+    return Path(settings.HARVEST_SPOOL_DIR) / "jobs" / str(job_id)
+
+
+def crawl_log_uri(job_id: int) -> str:
+    """The target URI of the WARC metadata records that hold a job's crawl log."""
+    return f"metadata://webarchive/job/{job_id}/crawl.log"
+
+
+def crawl_log_sources(job_id: int) -> list[Callable[[], BinaryIO]]:
+    """The parts of a job's crawl log, oldest first, each opened when called: those stored with the
+    job's WARC files (read through storage, whichever machine crawled), then those this machine's crawl
+    processes are writing now (a crawl on another machine shows them once they are rolled into a WARC
+    file: HARVEST_CRAWL_LOG_ROLL_SECONDS)."""
+    sources = list(hooks.crawl_log_segments.call(job_id=job_id))
+    try:
+        live = sorted(crawl_log_dir(job_id).glob("crawl*.log"), key=_modified)
+    except OSError:
+        live = []
+    return sources + [partial(path.open, "rb") for path in live]
+
+
+def crawl_log_lines(job_id: int) -> Iterator[str]:
+    """A job's crawl log, line by line (without the newline), from :func:`crawl_log_sources`; a part
+    that cannot be read raises OSError when it is reached."""
+    for source in crawl_log_sources(job_id):
+        with source() as stream:
+            for line in io.TextIOWrapper(stream, encoding="utf-8", errors="replace"):
+                yield line.rstrip("\n")
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def job_frozen_settings(job: Job) -> dict:

@@ -10,8 +10,10 @@ and one crawl log (each closed when the last of them ends).
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+import os
 import re
 import socket
 import threading
@@ -32,8 +34,14 @@ from harvest.crawler.fetch import Fetcher
 from harvest.crawler.recovery import recover_open_files
 from harvest.crawler.rendering import RENDER_OFF
 from harvest.crawler.site import OPERATOR, SiteCrawl, SiteSettings
-from harvest.models import ExternalLink
-from harvest.selectors import crawl_log_path, job_frozen_settings, job_harvest_infos, job_seeds_text
+from harvest.models import ExternalLink, Job
+from harvest.selectors import (
+    crawl_log_dir,
+    crawl_log_uri,
+    job_frozen_settings,
+    job_harvest_infos,
+    job_seeds_text,
+)
 from harvest.services.crawls import site_crawl_begin, site_crawl_end, site_crawl_progress
 from harvest.validators import trap_list
 from webarchive import netguard
@@ -113,10 +121,12 @@ class _JobFiles:
     """The WARC writer and crawl log of one job in this process, and the sites using them."""
 
     job_id: int
+    description: str  # of the job, for the warcinfo records of its files
     writer: warc.WarcWriter
-    crawl_log: CrawlLog
+    crawl_log: CrawlLog  # this process's part of the job's log, rolled into a WARC file now and then
     captures: object  # what hooks.capture_recorder gives: record(info), flush()
     users: int = 0
+    log_rolled_at: float = field(default_factory=time.monotonic)
     written: MemoryDedupIndex = field(default_factory=MemoryDedupIndex)  # for revisits within the job
     closed: list = field(default_factory=list)  # WarcFileInfo of files closed, not registered yet
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -127,11 +137,82 @@ class _JobFiles:
 
     def register_closed(self) -> None:
         """Index the records written since the last call (within seconds of their capture), then
-        register the files closed meanwhile."""
+        register the files closed meanwhile; roll the crawl log when it is old enough."""
         self.captures.flush()
         with self.lock:
             infos, self.closed = self.closed, []
+            roll = time.monotonic() - self.log_rolled_at >= settings.HARVEST_CRAWL_LOG_ROLL_SECONDS
+            if roll:
+                self.log_rolled_at = time.monotonic()
         register_files(infos, job_id=self.job_id)
+        if roll:
+            rolled = self.crawl_log.roll(crawl_log_file(self.job_id))
+            store_crawl_log(self.job_id, self.description, rolled)
+
+
+def crawl_log_file(job_id: int) -> Path:
+    """A new file for this process's part of a job's crawl log (named after the machine and process, so
+    that a file left by a killed process is known for one: :func:`recover_crawl_logs`)."""
+    return crawl_log_dir(job_id) / f"crawl-{settings.MACHINE_NAME}-{os.getpid()}-{next(_log_serial)}.log"
+
+
+_log_serial = itertools.count()
+_LOG_FILE = re.compile(r"crawl-(?P<machine>[A-Za-z0-9]+)-(?P<pid>[0-9]+)-[0-9]+\.log")
+
+
+def store_crawl_log(
+    job_id: int, description: str, path: Path, *, writer: warc.WarcWriter | None = None
+) -> None:
+    """Put a part of a job's crawl log that is no longer written to into a WARC metadata record (in
+    ``writer``, else in a small file of its own, closed and registered at once), then delete it: the log
+    is kept, replicated and searched through storage like the rest of the job, from any machine."""
+    try:
+        empty = path.stat().st_size == 0
+    except FileNotFoundError:
+        return
+    if not empty:
+        own = writer is None
+        holder: list = []
+        if own:
+            captures = hooks.capture_recorder.call(job_id=job_id, directory=settings.HARVEST_WARC_DIR)
+            writer = _job_writer(
+                job_id, f"{description}: crawl log", on_file_closed=holder.append, on_record=captures.record
+            )
+        with path.open("rb") as log:
+            writer.write_metadata(target_uri=crawl_log_uri(job_id), content_type="text/plain", payload=log)
+        if own:
+            writer.close()
+            captures.flush()
+            register_files(holder, job_id=job_id)
+    path.unlink(missing_ok=True)
+
+
+def recover_crawl_logs() -> int:
+    """Store the crawl logs left on this machine by crawl processes that died (a killed worker's):
+    what they wrote before dying is kept with the job's files. Returns how many."""
+    stored = 0
+    for path in Path(settings.HARVEST_SPOOL_DIR).glob("jobs/*/crawl-*.log"):
+        name = _LOG_FILE.fullmatch(path.name)
+        if name is None or name["machine"] != settings.MACHINE_NAME or _alive(int(name["pid"])):
+            continue
+        job = Job.objects.filter(pk=int(path.parent.name)).select_related("harvest_definition").first()
+        if job is None:
+            continue
+        store_crawl_log(job.pk, job_description(job), path)
+        stored += 1
+    return stored
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def register_files(infos, *, job_id: int | None) -> None:
@@ -140,15 +221,19 @@ def register_files(infos, *, job_id: int | None) -> None:
         hooks.warc_files_closed.call(infos=list(infos), job_id=job_id, recovered=False)
 
 
-def _job_writer(job, *, description: str = "", on_file_closed, on_record=None) -> warc.WarcWriter:
+def job_description(job) -> str:
+    return f"{job.harvest_definition.name}, run {job.run_number}, job {job.pk}"
+
+
+def _job_writer(job_id: int, description: str, *, on_file_closed, on_record=None) -> warc.WarcWriter:
     """A WARC writer for a job's files in HARVEST_WARC_DIR."""
     return warc.WarcWriter(
         directory=settings.HARVEST_WARC_DIR,
         prefix=settings.HARVEST_WARC_PREFIX,
-        job_id=job.pk,
+        job_id=job_id,
         host=worker_host(),
         max_size=settings.HARVEST_WARC_MAX_SIZE,
-        warcinfo=warcinfo(f"{job.harvest_definition.name}, run {job.run_number}, job {job.pk}{description}"),
+        warcinfo=warcinfo(description),
         on_file_closed=on_file_closed,
         on_record=on_record,
     )
@@ -160,10 +245,14 @@ def _acquire(job) -> _JobFiles:
         if files is None:
             holder: list[_JobFiles] = []
             captures = hooks.capture_recorder.call(job_id=job.pk, directory=settings.HARVEST_WARC_DIR)
+            description = job_description(job)
             writer = _job_writer(
-                job, on_file_closed=lambda info: holder[0].file_closed(info), on_record=captures.record
+                job.pk,
+                description,
+                on_file_closed=lambda info: holder[0].file_closed(info),
+                on_record=captures.record,
             )
-            files = _JobFiles(job.pk, writer, CrawlLog(crawl_log_path(job.pk)), captures)
+            files = _JobFiles(job.pk, description, writer, CrawlLog(crawl_log_file(job.pk)), captures)
             holder.append(files)
             _jobs[job.pk] = files
         files.users += 1
@@ -177,8 +266,12 @@ def _release(files: _JobFiles) -> None:
         if last:
             del _jobs[files.job_id]
     if last:
-        files.writer.close()
-        files.crawl_log.close()
+        # This process's part of the log goes into the job's last file here, before it is closed.
+        rolled = files.crawl_log.roll(None)
+        try:
+            store_crawl_log(files.job_id, files.description, rolled, writer=files.writer)
+        finally:
+            files.writer.close()
     files.register_closed()
 
 
@@ -206,6 +299,7 @@ def _recover_once() -> None:
         with _jobs_lock:
             if not _recovered.is_set():
                 recover_warc_files()
+                recover_crawl_logs()
                 _recovered.set()
 
 
@@ -385,12 +479,14 @@ def _wait(handle, seconds: float, dedup) -> bool:
 
 def write_job_metadata(job) -> None:
     """At the end of a job, as WARC metadata records (NetarchiveSuite's metadata ARC): the settings and
-    seeds it froze, its crawl log, per-domain report, harvest infos and external links."""
+    seeds it froze, its per-domain report, harvest infos and external links. Its crawl log is already in
+    its files, one metadata record per part written by each crawl process (:func:`store_crawl_log`)."""
     recover_warc_files()
+    recover_crawl_logs()
     holder: list = []
     captures = hooks.capture_recorder.call(job_id=job.pk, directory=settings.HARVEST_WARC_DIR)
     writer = _job_writer(
-        job, description=": metadata", on_file_closed=holder.append, on_record=captures.record
+        job.pk, f"{job_description(job)}: metadata", on_file_closed=holder.append, on_record=captures.record
     )
     base = f"metadata://webarchive/job/{job.pk}"
     entries = job.configurations.select_related("domain").order_by("pk")
@@ -403,10 +499,6 @@ def write_job_metadata(job) -> None:
         writer.write_metadata(
             target_uri=f"{base}/seeds.txt", content_type="text/plain", payload=job_seeds_text(job).encode()
         )
-        log_path = crawl_log_path(job.pk)
-        if log_path.exists():
-            with log_path.open("rb") as log:
-                writer.write_metadata(target_uri=f"{base}/crawl.log", content_type="text/plain", payload=log)
         report = [
             {
                 "domain": entry.domain.name,

@@ -6,18 +6,21 @@ Connected once, by :meth:`storage.apps.StorageConfig.ready`.
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from harvest import hooks as harvest_hooks
 from harvest.choices import DedupPolicy
 from harvest.models import Job
+from harvest.selectors import crawl_log_uri
 from selection import hooks as selection_hooks
-from storage.models import HarvestNote, StorageNode
+from storage.models import Capture, HarvestNote, StorageNode
+from storage.selectors import record_payload_stream
 from storage.selectors_quality import record_harvests
 from storage.selectors_storage import alerts
 from storage.services.dedup_index import CaptureDedupIndex
 from storage.services.indexing import CaptureRecorder, IndexConflict, warc_file_index, warc_file_register
 from storage.services.ingest import send_ingest
-from storage.warcindex import WarcReadError
+from storage.warcindex import WarcReadError, url_key
 from webarchive.permissions import VIEW, Area, can, can_enter, restrict
 
 logger = logging.getLogger(__name__)
@@ -72,6 +75,20 @@ def record_harvests_panel(*, record, user) -> dict:
     }
 
 
+def crawl_log_segments(*, job_id: int) -> list:
+    """The parts of a job's crawl log held by its WARC files (metadata records, indexed as they were
+    written), oldest first: each a function opening its text, read through storage."""
+    uri = crawl_log_uri(job_id)
+    captures = (
+        Capture.objects.filter(
+            job_id=job_id, urlkey=url_key(uri), url=uri, record_type=Capture.RecordType.METADATA
+        )
+        .select_related("warc_file")
+        .order_by("timestamp", "pk")
+    )
+    return [partial(record_payload_stream, capture) for capture in captures]
+
+
 def node_queues() -> list[tuple[str, str]]:
     """The queues of the storage nodes that have a local worker (retired nodes need none)."""
     nodes = StorageNode.objects.filter(local_worker=True).exclude(state=StorageNode.State.RETIRED)
@@ -89,4 +106,5 @@ def connect() -> None:
     harvest_hooks.warc_files_closed.provide(warc_files_closed)
     selection_hooks.record_panels.provide(record_harvests_panel)
     harvest_hooks.worker_queues.provide(node_queues)
+    harvest_hooks.crawl_log_segments.provide(crawl_log_segments)
     harvest_hooks.monitoring_panels.provide(monitoring_panel)

@@ -11,11 +11,12 @@ that a search here finds what pywb's queries find.
 
 from __future__ import annotations
 
-import os
+import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from typing import BinaryIO
 
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import ExtractMonth, ExtractYear
@@ -221,7 +222,7 @@ def _open_record(capture: Capture):
             _("The file %(name)s cannot be read: %(error)s.")
             % {"name": warc_file.name, "error": error.strerror}
         ) from error
-    size = os.fstat(stream.fileno()).st_size
+    size = stream.seek(0, io.SEEK_END)  # a file or a storage node's stream (no file number)
     if capture.offset + capture.length > size:
         stream.close()
         raise RecordUnavailable(
@@ -351,3 +352,37 @@ class RecordPayload:
 
     def close(self) -> None:
         self._stream.close()
+
+
+class _PayloadReader(io.RawIOBase):
+    """The payload of a capture's record as a readable stream (warcio's content stream, unchunked)."""
+
+    def __init__(self, capture: Capture):
+        self._stream = _open_record(capture)
+        try:
+            self._content = _read_record(capture, self._stream).content_stream()
+        except BaseException:
+            self._stream.close()
+            raise
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._content.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stream.close()
+        super().close()
+
+
+def record_payload_stream(capture: Capture) -> BinaryIO:
+    """The payload of the capture's record, opened for reading from a replica (or where it was written);
+    OSError when it cannot be read (what is wrong in words)."""
+    try:
+        return io.BufferedReader(_PayloadReader(capture), CHUNK)
+    except RecordUnavailable as error:
+        raise OSError(str(error)) from error

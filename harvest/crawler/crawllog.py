@@ -18,16 +18,18 @@ A fetch without a response has the annotation ``error:<code>:<text>``: the code 
 says it for people (spaces as ``_``), e.g. ``error:connection-refused:connection_refused``. Logs
 written before the codes have ``error:<text>``: :func:`fetch_error` reads both.
 
-Several threads and processes append to one file: each line is written with
-a single ``write`` on a file opened with ``O_APPEND``, which the kernel keeps
-whole.
+Several threads of a process append to its file: each line is written with a single ``write`` on a
+file opened with ``O_APPEND``, which the kernel keeps whole. A crawl worker keeps one file per job
+and process, and rolls it now and then (:meth:`CrawlLog.roll`): the closed part goes into a WARC
+file of the job (harvest.worker), so that the log is kept, replicated and read through storage like
+the rest of the job, from any machine.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -135,6 +137,23 @@ class CrawlLog:
             if self._fd >= 0:
                 os.write(self._fd, data)
 
+    def roll(self, path: str | Path | None) -> Path:
+        """Go on writing into ``path`` (None: stop writing) and return the file written so far, closed:
+        no line is lost or split between the two."""
+        fd = -1
+        if path is not None:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        with self._lock:
+            old, old_fd = self.path, self._fd
+            self._fd = fd
+            if path is not None:
+                self.path = path
+        if old_fd >= 0:
+            os.close(old_fd)
+        return old
+
     def close(self) -> None:
         with self._lock:
             if self._fd >= 0:
@@ -148,8 +167,12 @@ class CrawlLog:
         self.close()
 
 
-def search(path: str | Path, *, site: str = "", pattern="", limit: int = 500) -> Iterator[str]:
+def search(
+    source: str | Path | Iterable[str], *, site: str = "", pattern="", limit: int = 500
+) -> Iterator[str]:
     """The lines of a crawl log for ``site`` (its domain) whose text matches ``pattern``, streamed.
+
+    ``source`` is a crawl log file, or its lines (a job's log read through storage: harvest.selectors).
 
     ``pattern`` is a regular expression run by RE2, in time proportional to the line whatever the
     pattern (Python's ``re`` takes minutes on ``(\\S+)+!``): a compiled one (the web side's
@@ -157,20 +180,23 @@ def search(path: str | Path, *, site: str = "", pattern="", limit: int = 500) ->
     if RE2 cannot run it).
     """
     regex = compile_rule(pattern) if isinstance(pattern, str) and pattern else pattern or None
-    path = Path(path)
-    if not path.exists():
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.exists():
+            return
+        with path.open("r", encoding="utf-8", errors="replace") as lines:
+            yield from search(lines, site=site, pattern=regex, limit=limit)
         return
     found = 0
-    with path.open("r", encoding="utf-8", errors="replace") as lines:
-        for line in lines:
-            line = line.rstrip("\n")
-            if site:
-                fields = line.split(" ")
-                if len(fields) < 11 or fields[9] != site:
-                    continue
-            if regex is not None and not regex.search(line):
+    for line in source:
+        line = line.rstrip("\n")
+        if site:
+            fields = line.split(" ")
+            if len(fields) < 11 or fields[9] != site:
                 continue
-            yield line
-            found += 1
-            if found >= limit:
-                return
+        if regex is not None and not regex.search(line):
+            continue
+        yield line
+        found += 1
+        if found >= limit:
+            return

@@ -27,7 +27,7 @@ from harvest.choices import JobFailure, JobStatus, SiteState, StopReason
 from harvest.crawler.crawllog import NO_ANSWER, fetch_error
 from harvest.crawler.outcomes import CrawlError, FetchError
 from harvest.models import Job, JobConfiguration
-from harvest.selectors import crawl_log_path
+from harvest.selectors import crawl_log_lines
 
 logger = logging.getLogger(__name__)
 
@@ -227,15 +227,14 @@ def site_log_lines(job_id: int, sites: set[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = defaultdict(list)
     wanted = set(sites)
     try:
-        with crawl_log_path(job_id).open("r", encoding="utf-8", errors="replace") as log:
-            for number, line in enumerate(log):
-                if not wanted or number >= LOG_SCAN_LINES:
-                    break
-                fields = line.split(" ", 10)
-                if len(fields) > 9 and fields[9] in wanted:
-                    found[fields[9]].append(line)
-                    if len(found[fields[9]]) >= LOG_LINES_PER_SITE:
-                        wanted.discard(fields[9])
+        for number, line in enumerate(crawl_log_lines(job_id)):
+            if not wanted or number >= LOG_SCAN_LINES:
+                break
+            fields = line.split(" ", 10)
+            if len(fields) > 9 and fields[9] in wanted:
+                found[fields[9]].append(line + "\n")
+                if len(found[fields[9]]) >= LOG_LINES_PER_SITE:
+                    wanted.discard(fields[9])
     except OSError:
         pass
     return dict(found)

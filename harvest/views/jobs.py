@@ -25,7 +25,7 @@ from harvest.choices import JobStatus
 from harvest.filtersets import JobFilterSet, SiteCrawlFilterSet
 from harvest.models import ExternalLink, Job
 from harvest.monitoring import explain_job_failure, explain_sites
-from harvest.selectors import crawl_log_path, job_sites, job_sites_page, job_totals, jobs_with_totals
+from harvest.selectors import crawl_log_lines, crawl_log_sources, job_sites, job_sites_page, job_totals, jobs_with_totals
 from harvest.services.crawls import job_stop
 from harvest.services.jobs import JOB_TRANSITIONS, job_resubmit
 from harvest.tables import JobTable
@@ -255,13 +255,13 @@ def crawl_log_search(job: Job, *, site: str, pattern: str) -> dict:
             regex = compile_user_pattern(pattern)  # RE2: linear time, whatever the pattern
         except PatternError as error:
             return {"log_error": str(error), "log_refused": True}
-    log_path = crawl_log_path(job.pk)
-    if not log_path.exists():
+    if not crawl_log_sources(job.pk):
         return {"log_missing": True}
     try:
-        lines = list(search(log_path, site=site, pattern=regex, limit=LOG_LINES))
+        lines = list(search(crawl_log_lines(job.pk), site=site, pattern=regex, limit=LOG_LINES))
     except OSError as error:
-        return {"log_error": _("The crawl log could not be read: %(error)s.") % {"error": error.strerror}}
+        reason = error.strerror or str(error)
+        return {"log_error": _("The crawl log could not be read: %(error)s.") % {"error": reason}}
     return {"log_lines": lines}
 
 

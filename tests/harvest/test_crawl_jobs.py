@@ -22,7 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvest.choices import SITE_CRAWL_TRANSITIONS, JobStatus, SiteState, StopReason
 from harvest.crawler.crawllog import search
 from harvest.models import ExternalLink, HarvestInfo
-from harvest.selectors import crawl_log_path
+from harvest.selectors import crawl_log_dir, crawl_log_lines
 from harvest.services.crawls import (
     job_dispatch,
     job_stop,
@@ -73,12 +73,16 @@ def records(paths) -> list:
 
 def check_job_metadata(job, found) -> None:
     """The job's metadata records, in their order, hold what the database holds about the job."""
-    metadata = [(uri, body) for kind, uri, body in found if kind == "metadata"]
     base = f"metadata://webarchive/job/{job.pk}/"
+    # The crawl log went into the job's files in parts (one per crawl process's share of the job),
+    # before the metadata file: together they hold a line for every URL of every site.
+    log = b"".join(body for kind, uri, body in found if kind == "metadata" and uri == base + "crawl.log")
+    sites = {line.split(" ")[9] for line in log.decode().splitlines()}
+    assert sites == set(job.configurations.values_list("domain__name", flat=True))
+    metadata = [(uri, body) for kind, uri, body in found if kind == "metadata" and uri != base + "crawl.log"]
     assert [uri.removeprefix(base) for uri, _ in metadata] == [
         "template-settings.json",
         "seeds.txt",
-        "crawl.log",
         "domain-report.json",
         "harvest-infos.json",
         "external-links.txt",
@@ -138,7 +142,7 @@ def test_a_job_crawls_its_sites_and_records_what_they_yielded(site):
         assert info.stop_reason == StopReason.COMPLETED
         assert info.object_count == entry.urls_done > 0
         assert info.byte_count == entry.bytes_done > 0
-        lines = list(search(crawl_log_path(job.pk), site=entry.domain.name, limit=100_000))
+        lines = list(search(crawl_log_lines(job.pk), site=entry.domain.name, limit=100_000))
         assert info.object_count == sum(1 for line in lines if int(line.split(" ")[1]) > 0)
 
     files = list(WarcFile.objects.filter(job=job))
@@ -296,7 +300,9 @@ def test_crawl_log_search_by_site_and_pattern(site):
     job = job_for_sites([("127.0.0.1", site.url("/site/")), ("127.0.0.3", site.host_url(2, "/"))])
     for entry in job.configurations.all():
         run_site_crawl(entry.pk)
-    path = crawl_log_path(job.pk)
+    # Each site's part of the log went into the job's WARC files when its crawl ended: read from there.
+    path = list(crawl_log_lines(job.pk))
+    assert path and not any(crawl_log_dir(job.pk).glob("crawl*.log"))
     external = list(search(path, site="127.0.0.3"))
     assert external and all(line.split(" ")[9] == "127.0.0.3" for line in external)
     css = list(search(path, pattern=r"\.css "))

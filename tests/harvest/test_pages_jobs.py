@@ -23,13 +23,13 @@ from django.urls import reverse
 from harvest.choices import JobStatus, SiteState, StopReason
 from harvest.crawler.crawllog import CrawlLog, log_line
 from harvest.models import HarvestInfo
-from harvest.selectors import crawl_log_path
 from harvest.services.crawls import site_crawl_progress
 from harvest.services.jobs import job_transition
 from harvest.services.planning import (
     definition_configurations_change,
     definition_save,
 )
+from harvest.worker import crawl_log_file
 from storage.models import WarcFile
 from storage.services.indexing import warc_file_register
 from tests.harvest.sitecrawls import DOMAINS, end, entry_of, launch, progress, run
@@ -339,8 +339,8 @@ def test_an_unknown_job_is_a_404(as_engineer):
 
 
 def write_crawl_log(job, lines):
-    """Lines (status, url, site) in the job's crawl log, as the crawler writes them."""
-    with CrawlLog(crawl_log_path(job.pk)) as crawl_log:
+    """Lines (status, url, site) in the job's crawl log, as a crawl process of this machine writes them."""
+    with CrawlLog(crawl_log_file(job.pk)) as crawl_log:
         for status, url, site in lines:
             crawl_log.write(
                 log_line(
