@@ -23,6 +23,7 @@ import pytest
 from django.db import connection
 
 from tests.components import require_component
+from webarchive.tasks import spool_queue
 
 BROKER_URL = os.environ.get("WEBARCHIVE_TEST_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672//")
 QUEUES = "default,crawl-high,crawl-low"
@@ -147,9 +148,8 @@ def crawl_worker(transactional_db, settings, tmp_path):
     app.conf.broker_url, app.conf.broker_transport_options = BROKER_URL, {}
     _reset_pools(app)
     with app.connection_for_write() as conn:
-        for queue in QUEUES.split(
-            ","
-        ):  # and the messages a previous run left behind (the worker declares them)
+        # And the messages a previous run left behind (the worker declares them again).
+        for queue in [*QUEUES.split(","), spool_queue()]:
             conn.default_channel.queue_delete(queue)
     worker = CrawlWorker(environment, tmp_path)
     yield worker

@@ -4,7 +4,7 @@ import os
 import threading
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import celeryd_after_setup, task_postrun, task_prerun
 from django.db import connections
 from kombu import Queue
 
@@ -23,6 +23,23 @@ app.autodiscover_tasks()
 # A worker consuming the crawl queues holds its site crawls in a consumer step, thousands at once,
 # instead of a pool thread each (harvest.consumer).
 site_crawls.install(app)
+
+
+
+@celeryd_after_setup.connect(dispatch_uid="webarchive.spool_queue")
+def consume_spool_queue(sender=None, instance=None, **kwargs) -> None:
+    """A worker that crawls also serves its machine's spool queue (webarchive.tasks.spool_queue): the
+    ingest chains of the WARC files its crawls write, and the full text of their pages, run on the
+    machine whose spool holds them, so that no other machine needs to see that disk."""
+    from django.conf import settings
+
+    from webarchive.tasks import spool_queue
+
+    queues = instance.app.amqp.queues
+    consumed = set(queues.consume_from or queues)
+    if consumed & set(settings.HARVEST_CRAWL_QUEUES):
+        queues.select_add(spool_queue())
+
 
 # Database connections in the workers, as Django handles them around a request (CONN_MAX_AGE and
 # CONN_HEALTH_CHECKS of the settings), below. Celery's Django fix-up closes every connection before

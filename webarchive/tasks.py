@@ -9,6 +9,7 @@ transaction rolled back must send nothing. Every service and view therefore send
 from __future__ import annotations
 
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
 
 
@@ -29,3 +30,10 @@ def enqueue(task, *args, queue: str | None = None, **kwargs) -> None:
             target.apply_async(args, kwargs, queue=queue)
 
     transaction.on_commit(send)
+
+
+def spool_queue(machine: str | None = None) -> str:
+    """The queue of the workers of a crawl machine (this one by default; webarchive.celery adds it to
+    every worker that crawls): the tasks that read its spool, which only that machine sees (the ingest
+    chain of the WARC files it wrote, the full text of their pages)."""
+    return f"spool.{machine or settings.MACHINE_NAME}"

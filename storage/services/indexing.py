@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -24,7 +25,7 @@ from django.utils.translation import gettext as _
 from storage.models import Capture, WarcFile
 from storage.services import fulltext
 from storage.warcindex import Entry, FileReading, cdx_mime, read_file, url_key
-from webarchive.tasks import enqueue
+from webarchive.tasks import enqueue, spool_queue
 
 logger = logging.getLogger(__name__)
 
@@ -270,7 +271,8 @@ class CaptureRecorder:
         Capture.objects.bulk_create(rows, batch_size=BATCH)
         documents = fulltext.document_capture_ids(rows)
         if documents:
-            enqueue("storage.index_texts", documents)  # read from their records by a worker
+            # Read from their records by a worker of this machine: the file may be in its spool only.
+            enqueue("storage.index_texts", documents, queue=spool_queue())
         return len(rows)
 
     def _file_id(self, name: str) -> int:
@@ -280,6 +282,7 @@ class CaptureRecorder:
                 name=name,
                 defaults={
                     "path": str(self.directory / name),
+                    "machine": settings.MACHINE_NAME,
                     "job_id": self.job_id,
                     "created_at": timezone.now(),
                     "origin": WarcFile.Origin.CRAWLED,
@@ -295,6 +298,7 @@ def warc_file_register(*, info, job_id: int | None) -> WarcFile:
         name=info.name,
         defaults={
             "path": str(info.path),
+            "machine": settings.MACHINE_NAME,
             "size": info.size,
             "sha256": info.sha256,
             "records": info.records,

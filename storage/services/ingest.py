@@ -37,7 +37,7 @@ from storage.backends import file_sha256
 from storage.models import IngestStep, StorageEvent, WarcFile
 from storage.services import bags, placement, replication
 from storage.services.indexing import warc_file_index
-from webarchive.tasks import enqueue
+from webarchive.tasks import enqueue, spool_queue
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +101,11 @@ def _replicate(warc: WarcFile) -> None:
 
 
 def in_spool(warc: WarcFile) -> bool:
-    """Whether the file was written by a crawler into its spool (HARVEST_WARC_DIR), whose copy goes."""
+    """Whether the file was written by a crawler of this machine into its spool (HARVEST_WARC_DIR), whose
+    copy goes (a file of another machine's spool is that machine's to clean: its path means nothing
+    here)."""
+    if warc.machine and warc.machine != settings.MACHINE_NAME:
+        return False
     spool = Path(settings.HARVEST_WARC_DIR).resolve()
     return spool in Path(warc.path).resolve().parents
 
@@ -172,13 +176,22 @@ def ingest_pending(*, now=None, limit: int | None = None) -> list[int]:
     return list(pending[: limit or settings.STORAGE_REPAIR_BATCH])
 
 
+def ingest_queue(warc: WarcFile) -> str | None:
+    """Where a file's ingest chain runs: on the crawl machine that wrote it while its spool copy is the
+    only one (or is still to be cleaned); anywhere (the task's own queue) otherwise."""
+    if warc.machine and warc.origin == WarcFile.Origin.CRAWLED:
+        return spool_queue(warc.machine)
+    return None
+
+
 def send_ingest(warc_file_ids) -> None:
     """Send the ingest chain of these files (marked as sent, so the check does not send it twice),
     once the transaction that registered them is committed (a worker must find their rows)."""
     ids = list(warc_file_ids)
     mark_sent(ids)
-    for warc_file_id in ids:
-        enqueue("storage.ingest", warc_file_id)
+    files = WarcFile.objects.filter(pk__in=ids).only("pk", "machine", "origin").order_by("pk")
+    for warc in files:
+        enqueue("storage.ingest", warc.pk, queue=ingest_queue(warc))
 
 
 def mark_sent(warc_file_ids) -> None:

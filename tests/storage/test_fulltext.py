@@ -231,13 +231,21 @@ def test_a_crawl_sends_its_documents_to_the_index_as_they_are_captured(settings,
     from tests.harvest.crawljobs import job_for_sites
 
     sent: list[tuple[str, tuple]] = []
-    monkeypatch.setattr("storage.services.indexing.enqueue", lambda task, *args: sent.append((task, args)))
+    queues: set = set()
+
+    def enqueue(task, *args, queue=None):
+        sent.append((task, args))
+        queues.add(queue)
+
+    monkeypatch.setattr("storage.services.indexing.enqueue", enqueue)
     settings.WEBARCHIVE_ALLOW_PRIVATE_ADDRESSES = True
     with TestSite(port=0, seed=11, pages=12, hosts=1, large_file_bytes=20_000) as site:
         job = job_for_sites([("127.0.0.1", site.url("/site/"))])
         run_site_crawl(job.configurations.get().pk)
     batches = [args[0] for task, args in sent if task == "storage.index_texts"]
     assert batches, "the recorder sent no document to the full-text index"
+    # To this machine's workers: the file they are read from may be in its spool only.
+    assert queues == {f"spool.{settings.MACHINE_NAME}"}
     sent_ids = {capture_id for batch in batches for capture_id in batch}
     documents = Capture.objects.filter(job=job, record_type="response", status=200, mime="text/html")
     assert set(documents.values_list("pk", flat=True)) <= sent_ids
