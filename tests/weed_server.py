@@ -160,6 +160,10 @@ def start_weed(directory: Path, ports: list[int] | None = None, *, binary: str |
         "-s3",
         f"-s3.port={s3}",
         f"-s3.config={identities}",
+        # The gateway's Iceberg and Lance catalogs listen on fixed ports by default: two servers at once
+        # (two test sessions) would fight over them, and nothing here uses them.
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",
     ]
     with log.open("ab") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
