@@ -12,7 +12,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from harvest.models import HarvestDefinition, Job
-from storage.models import HARVEST_NOTE_MAX_LENGTH
+from storage.models import HARVEST_NOTE_MAX_LENGTH, StorageNode
 from storage.services.dedup_runs import ArchiveSelection
 from webarchive.forms import BootstrapMixin
 
@@ -114,7 +114,8 @@ class CaptureSearchForm(BootstrapMixin, forms.Form):
 
 
 class StorageNodeForm(BootstrapMixin, forms.Form):
-    """A new storage node; the service (node_create) checks the root and the name."""
+    """A new storage node, a directory or an S3 bucket and prefix; the service (node_create) checks the
+    root, the bucket, the profile and the name."""
 
     name = forms.SlugField(
         label=_("Name"),
@@ -124,14 +125,47 @@ class StorageNodeForm(BootstrapMixin, forms.Form):
     location = forms.CharField(
         label=_("Location"), max_length=100, help_text=_("Site or room: replicas prefer distinct locations.")
     )
+    backend = forms.ChoiceField(
+        label=_("Backend"), choices=StorageNode.Backend.choices, initial=StorageNode.Backend.DIRECTORY
+    )
     root = forms.CharField(
         label=_("Root directory"),
         max_length=1000,
+        required=False,
         widget=forms.TextInput(attrs={"class": "font-monospace", "spellcheck": "false"}),
         help_text=_(
-            "An absolute path (local or mounted) that no other node uses; it is created with a marker "
-            "naming the node."
+            "Directory nodes: an absolute path (local or mounted) that no other node uses; it is created "
+            "with a marker naming the node."
         ),
+    )
+    bucket = forms.CharField(
+        label=_("Bucket"),
+        max_length=63,
+        required=False,
+        widget=forms.TextInput(attrs={"class": "font-monospace", "spellcheck": "false"}),
+        help_text=_("S3 nodes: the bucket (created if missing), 3 to 63 lowercase letters, digits, . and -."),
+    )
+    prefix = forms.CharField(
+        label=_("Prefix"),
+        max_length=900,
+        required=False,
+        widget=forms.TextInput(attrs={"class": "font-monospace", "spellcheck": "false"}),
+        help_text=_("S3 nodes: the keys' prefix in the bucket (empty: the whole bucket), no other node's."),
+    )
+    profile = forms.CharField(
+        label=_("Credentials profile"),
+        max_length=100,
+        required=False,
+        help_text=_(
+            "S3 nodes: the name of a profile of the STORAGE_S3_PROFILES setting, which holds the endpoint "
+            "and the keys (never stored with the node)."
+        ),
+    )
+    quota = forms.IntegerField(
+        label=_("Quota (bytes)"),
+        min_value=1,
+        required=False,
+        help_text=_("S3 nodes: the space it may use; empty: unknown (an object store has no disk size)."),
     )
     local_worker = forms.BooleanField(
         label=_("Has a local worker (its copies and audits run on its own queue)"), required=False

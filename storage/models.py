@@ -429,6 +429,14 @@ class StorageNode(models.Model):
         return bucket, prefix
 
     @property
+    def s3_bucket(self) -> str:
+        return self.bucket_and_prefix[0] if self.is_s3 else ""
+
+    @property
+    def s3_prefix(self) -> str:
+        return self.bucket_and_prefix[1] if self.is_s3 else ""
+
+    @property
     def endpoint_url(self) -> str:
         """An S3 node's endpoint, from its credentials profile (never the keys)."""
         profile = settings.STORAGE_S3_PROFILES.get(self.credentials) or {}

@@ -20,16 +20,18 @@ characters.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ACCESS_KEY = "webarchive-test"  # a throwaway server's
@@ -86,7 +88,8 @@ class WeedServer:
     access_key: str = ACCESS_KEY
     secret_key: str = SECRET_KEY
     region: str = REGION
-    log: Path = field(default=None)
+    log: Path | None = None
+    filer_port: int = 0
 
     def profile(self, **overrides) -> dict:
         """The STORAGE_S3_PROFILES entry that reaches it."""
@@ -113,13 +116,17 @@ class WeedServer:
         )
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        """Stop the server: SIGTERM to its process group, then SIGKILL after a few seconds (a clean stop
+        takes about 25 s; its data is thrown away anyway), and remove the filer's socket."""
+        for sig, wait in ((signal.SIGTERM, 3), (signal.SIGKILL, 10)):
+            if self.process.poll() is not None:
+                break
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, sig)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(wait)
+        if self.filer_port:
+            Path(f"/tmp/seaweedfs-filer-grpc-{self.filer_port}.sock").unlink(missing_ok=True)
 
 
 def start_weed(directory: Path, ports: list[int] | None = None, *, binary: str | None = None) -> WeedServer:
@@ -167,7 +174,9 @@ def start_weed(directory: Path, ports: list[int] | None = None, *, binary: str |
     ]
     with log.open("ab") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    server = WeedServer(process=process, directory=directory, endpoint_url=f"http://127.0.0.1:{s3}", log=log)
+    server = WeedServer(
+        process=process, directory=directory, endpoint_url=f"http://127.0.0.1:{s3}", log=log, filer_port=filer
+    )
     deadline = time.monotonic() + START_TIMEOUT
     probe = f"ready-{uuid.uuid4().hex[:12]}"
     last: Exception | None = None

@@ -61,6 +61,11 @@ class StorageNodeSerializer(ModelSerializer):
     bytes_stored = serializers.IntegerField(
         read_only=True, help_text="Sizes of the files of its ok replicas."
     )
+    s3_bucket = CharField(read_only=True, help_text="S3 nodes: the bucket (empty for a directory node).")
+    s3_prefix = CharField(read_only=True, help_text="S3 nodes: the keys' prefix in the bucket.")
+    endpoint_url = CharField(
+        read_only=True, help_text="S3 nodes: the endpoint of its credentials profile (never the keys)."
+    )
 
     class Meta:
         model = StorageNode
@@ -70,6 +75,11 @@ class StorageNodeSerializer(ModelSerializer):
             "location",
             "backend",
             "root",
+            "credentials",
+            "s3_bucket",
+            "s3_prefix",
+            "endpoint_url",
+            "quota",
             "state",
             "reachable",
             "unreachable_reason",

@@ -363,7 +363,7 @@ def _copy_and_die(warc_file_id: int) -> None:
 
     def read_then_kill(self, size=1024 * 1024):
         reads["n"] += 1
-        if reads["n"] == 3:
+        if reads["n"] == 7:  # S3: after its first part of 5 MiB was sent
             os.kill(os.getpid(), signal.SIGKILL)
         return real_read(self, size)
 
@@ -377,10 +377,11 @@ def test_a_copy_killed_by_sigkill_leaves_a_temporary_file_only_and_is_taken_over
 ):
     if connection.vendor != "postgresql":
         pytest.skip("the killed process shares the test database only on PostgreSQL (CI runs it there)")
-    # S3: 2 MiB parts, so that the copy dies with one part of its multipart upload sent.
-    monkeypatch.setattr(backends_s3, "PART_SIZE", 2 * 1024 * 1024)
+    # S3: 5 MiB parts (the least S3 takes), so that the copy dies with one part of its multipart
+    # upload sent.
+    monkeypatch.setattr(backends_s3, "PART_SIZE", 5 * 1024 * 1024)
     make_nodes(tmp_path, "room-1", "room-2", backend=node_backend)
-    warc = spool_warc(body_bytes=5 * 1024 * 1024)
+    warc = spool_warc(body_bytes=12 * 1024 * 1024)
     warc.replicas_wanted = 2
     warc.save()
     connection.close()  # the child opens its own
