@@ -10,6 +10,9 @@ and options always give the same output bytes.
 
 Stages and their units:
 
+- ``inputs``: only for inputs the caller puts in place itself (``staged``: files of the archive,
+  copied from the storage nodes by storage.services.dedup_runs): each such file; the pipeline only
+  waits for them (a unit is done once its file exists under its final name), it never copies;
 - ``convert``: each ARC input, to a gzip WARC file in the work directory;
 - ``manifest``: each input file, its response records sorted by payload digest;
 - ``resolve``: each digest partition, collision resolution and copy numbers;
@@ -33,6 +36,7 @@ from storage.dedup.records import GZIP_MAGIC, sniff
 from storage.dedup.workfiles import PipelineError, read_json, write_json
 from storage.warcindex import WarcReadError
 
+INPUTS = "inputs"  # the stage of the staged inputs, before STAGES when a run has any
 STAGES = ("convert", "manifest", "resolve", "copies", "rewrite", "validate")
 DRY_RUN_STAGES = ("convert", "manifest", "resolve", "copies")
 WORK_DIR = ".dedup"
@@ -41,6 +45,7 @@ _SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
 
 __all__ = [
     "DRY_RUN_STAGES",
+    "INPUTS",
     "STAGES",
     "Options",
     "OutputFile",
@@ -131,14 +136,21 @@ class Pipeline:
         self.options = Options(**definition["options"])
         self._kinds: list[str] = definition["kinds"]
         self._names = [path.name for path in self.inputs]
+        self.staged: list[str] = definition.get("staged", [])
         self._numbers = {name: number for number, name in enumerate(self._names)}
         self._outputs = [_output_name(name, kind) for name, kind in self._named_kinds()]
 
     # -- creating and opening ---------------------------------------------------------------------
 
     @classmethod
-    def create(cls, *, out_dir: Path, inputs: list[Path], options: Options) -> Pipeline:
-        """A new run in ``out_dir``, or the run already there if it has the same inputs and options."""
+    def create(
+        cls, *, out_dir: Path, inputs: list[Path], options: Options, staged: list[Path] = ()
+    ) -> Pipeline:
+        """A new run in ``out_dir``, or the run already there if it has the same inputs and options.
+
+        ``staged`` inputs (some of ``inputs``) need not exist yet: the caller puts them in place in
+        the stage ``inputs``, before the others run; their kind is told by their name.
+        """
         if options.partitions < 1:
             raise PipelineError(f"partitions must be at least 1, not {options.partitions}")
         out_dir = Path(out_dir).resolve()
@@ -147,6 +159,11 @@ class Pipeline:
             raise PipelineError("no input files")
         definition = {"format": FORMAT, "inputs": [str(path) for path in paths]}
         definition["options"] = dataclasses.asdict(options)
+        staged_paths = {Path(path).resolve() for path in staged}
+        if staged_paths - set(paths):
+            raise PipelineError("a staged file is not one of the inputs")
+        if staged_paths:
+            definition["staged"] = [path.name for path in paths if path in staged_paths]
         run_file = out_dir / WORK_DIR / "run.json"
         if run_file.exists():
             existing = read_json(run_file)
@@ -156,7 +173,9 @@ class Pipeline:
                     " the same inputs and options, or give another output directory"
                 )
             return cls(out_dir, existing)
-        definition["kinds"] = [_kind(path) for path in paths]
+        definition["kinds"] = [
+            kind_from_name(path.name) if path in staged_paths else _kind(path) for path in paths
+        ]
         pipeline = cls(out_dir, definition)
         pipeline._check_names()
         if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
@@ -188,6 +207,8 @@ class Pipeline:
 
     def units(self, stage: str) -> list[str]:
         """The units of ``stage``: file names, or digest partitions for ``resolve``."""
+        if stage == INPUTS:
+            return list(self.staged)
         if stage == "convert":
             return [name for name, kind in self._named_kinds() if kind == "arc"]
         if stage == "resolve":
@@ -210,7 +231,9 @@ class Pipeline:
         """Run one unit of ``stage`` (again, if it was done: the same output)."""
         if unit not in self.units(stage):
             raise PipelineError(f"no unit {unit!r} in stage {stage}")
-        for earlier in STAGES[: STAGES.index(stage)]:
+        if stage == INPUTS:
+            raise PipelineError(f"{unit} is put in place by the run's worker, not by the pipeline")
+        for earlier in (INPUTS, *STAGES[: STAGES.index(stage)]):
             if not self.stage_done(earlier):
                 raise PipelineError(f"stage {stage} cannot start: stage {earlier} is not done")
         try:
@@ -225,7 +248,13 @@ class Pipeline:
         except WarcReadError as error:
             raise PipelineError(str(error)) from None
 
+    def staged_path(self, name: str) -> Path:
+        """Where a staged input goes (it is done once there, whole, under this name)."""
+        return self.inputs[self._numbers[name]]
+
     def _done_file(self, stage: str, unit: str) -> Path:
+        if stage == INPUTS:
+            return self.staged_path(unit)
         if stage == "resolve":
             return self.work_dir / "resolve" / f"{int(unit.rpartition('-')[2]):04d}.json"
         suffix = {"convert": ".warc.gz", "copies": ".tsv"}.get(stage, ".json")
@@ -390,6 +419,18 @@ class Pipeline:
     def _require(self, stage: str) -> None:
         if not self.stage_done(stage):
             raise PipelineError(f"stage {stage} is not done")
+
+
+def kind_from_name(name: str) -> str:
+    """The kind of a staged input, by its name (checked against its bytes once staged: input_kind)."""
+    if name.endswith((".arc", ".arc.gz")):
+        return "arc"
+    return "warc.gz" if name.endswith(".gz") else "warc"
+
+
+def input_kind(path: Path) -> str:
+    """The kind of an input file, by its bytes: ``arc``, ``warc.gz`` or ``warc`` (PipelineError if none)."""
+    return _kind(path)
 
 
 def _kind(path: Path) -> str:

@@ -6,6 +6,16 @@ people, pages and tasks see. A run goes through its stages either in Celery (one
 :mod:`storage.tasks`; the unit that completes a stage dispatches the next) or in the foreground
 (``manage.py dedup_warcs``). A validated output is registered in the archive in place of its inputs,
 whose files are kept until an engineer retires them (:func:`warc_file_retire`).
+
+Files of the archive (:class:`ArchiveSelection`) are read through storage, wherever their replicas
+are (directory or S3 nodes, other machines): the web request only checks that each has a good
+replica (or a spool copy) and records the run; the run's first stage (``inputs``, run by the workers
+or by ``dedup_warcs``) streams each one into ``<out_dir>/.inputs/<name>`` from its first good
+replica, checking its size and SHA-256 while copying (a bad copy: the next replica, then the spool).
+A run's ``inputs`` lists the paths the pipeline reads: a file of the archive is its staged path (its
+name is its WarcFile's, :func:`archive_names`). The staged copies go when the run ends (finished,
+failed or stopped); a resumed run stages them again. Nothing after the end reads them: registering
+reads the outputs and the inputs' names, retiring the replacement and the run's validation report.
 """
 
 from __future__ import annotations
@@ -14,6 +24,7 @@ import dataclasses
 import datetime
 import gzip
 import hashlib
+import logging
 import os
 import shutil
 from collections import defaultdict
@@ -22,18 +33,30 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.db import OperationalError, transaction
-from django.db.models import Q
+from django.db.models import F, Q
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from harvest.crawler.warc import FILE_NAME
 from harvest.models import Job
-from storage.dedup.pipeline import DRY_RUN_STAGES, STAGES, Options, Pipeline, PipelineError
+from storage.dedup.pipeline import (
+    DRY_RUN_STAGES,
+    INPUTS,
+    STAGES,
+    Options,
+    Pipeline,
+    PipelineError,
+    input_kind,
+    kind_from_name,
+)
+from storage.dedup.workfiles import atomic
 from storage.models import DEDUP_RUN_TRANSITIONS as DEDUP_RUN_TRANSITIONS  # the table, where pages read it
-from storage.models import Capture, DedupRun, StorageEvent, WarcFile
+from storage.models import Capture, DedupRun, StorageEvent, StorageNode, WarcFile
 from storage.services.indexing import IndexConflict, warc_file_index
-from storage.services.replication import warc_file_local_path, warc_file_open
+from storage.services.placement import good_replicas
+from storage.services.replication import warc_file_open
 from storage.warcindex import WarcReadError, archive_files
 from webarchive.permissions import ADD, CHANGE, require
 from webarchive.runs import Runner
@@ -43,6 +66,9 @@ State = DedupRun.State
 ARCHIVE_SUFFIXES = (".warc.gz", ".warc", ".arc.gz", ".arc")
 NOT_FROM_A_HARVEST = "(not from a harvest)"
 HASH_CHUNK = 1 << 20
+STAGING_DIR = ".inputs"  # under a run's out_dir: the files of the archive it reads, while it runs
+
+logger = logging.getLogger(__name__)
 
 # A run's state moves through its runner (webarchive.runs); a stop asked is a state, stopping.
 RUNNER = Runner(
@@ -60,7 +86,20 @@ def allowed_roots() -> list[Path]:
 
 
 def run_stages(run: DedupRun) -> tuple[str, ...]:
-    return DRY_RUN_STAGES if run.dry_run else STAGES
+    """The stages a run goes through: ``inputs`` first when it reads files of the archive."""
+    stages = DRY_RUN_STAGES if run.dry_run else STAGES
+    return (INPUTS, *stages) if archive_names(run) else stages
+
+
+def staging_dir(out_dir: str | Path) -> Path:
+    """Where a run's files of the archive are staged while it runs."""
+    return Path(out_dir) / STAGING_DIR
+
+
+def archive_names(run: DedupRun) -> list[str]:
+    """The names of the files of the archive a run reads (its inputs staged under its out_dir)."""
+    staging = staging_dir(run.out_dir)
+    return [Path(path).name for path in run.inputs if Path(path).parent == staging]
 
 
 # Starting -----------------------------------------------------------------------------------------
@@ -93,25 +132,33 @@ class ArchiveSelection:
         return files.order_by("closed_at", "pk")
 
 
-def archive_inputs(selection: ArchiveSelection, errors: list[str]) -> list[Path]:
-    """The local paths of the files a selection chooses, read from their storage nodes' replicas; a file
-    with no copy reachable from here, or a selection with no file, goes to ``errors``."""
-    paths, unreachable = [], []
+def archive_inputs(selection: ArchiveSelection, errors: list[str]) -> list[WarcFile]:
+    """The files a selection chooses that the run's workers can read: each has a good replica on a
+    storage node, or a whole copy where it was written. Their bytes are not read here (the run stages
+    them, :func:`dedup_input_stage`). A file with neither, or a selection with no file, goes to ``errors``."""
+    readable, unreadable = [], []
     files = list(selection.files())
     for warc in files:
-        path = warc_file_local_path(warc)
-        if path is None:
-            unreachable.append(warc.name)
+        if warc.sha256 and (good_replicas(warc).exists() or _spool_whole(warc)):
+            readable.append(warc)
         else:
-            paths.append(path)
+            unreadable.append(warc.name)
     if not files:
         errors.append(_("The archive has no closed WARC file for this job, harvest definition or period."))
-    if unreachable:
+    if unreadable:
         errors.append(
-            _("No copy of %(count)d file(s) can be read from this machine: %(names)s.")
-            % {"count": len(unreachable), "names": ", ".join(unreachable[:10])}
+            _("%(count)d file(s) have no good copy on the storage nodes nor in the spool: %(names)s.")
+            % {"count": len(unreadable), "names": ", ".join(unreadable[:10])}
         )
-    return paths
+    return readable
+
+
+def _spool_whole(warc: WarcFile) -> bool:
+    """Whether the file is where it was written, at its size (a look at the directory, no read)."""
+    try:
+        return Path(warc.path).stat().st_size == warc.size
+    except OSError:
+        return False
 
 
 def dedup_run_start(
@@ -137,9 +184,11 @@ def dedup_run_start(
     roots = allowed_roots() if user is not None else None
     errors: dict[str, list[str]] = defaultdict(list)
     files = _input_files(inputs, roots, errors["inputs"], required=not archive)
-    if archive:
-        files = list(dict.fromkeys([*files, *archive_inputs(archive, errors["archive"])]))
     out = _output_dir(out_dir, roots, errors["out_dir"])
+    archived = archive_inputs(archive, errors["archive"]) if archive else []
+    staged = [staging_dir(out) / warc.name for warc in archived] if out is not None else []
+    if out is not None and (files or archived):
+        _check_space(out, files, archived, errors["out_dir"])
     try:
         pipeline_options = Options(**(options or {}))
     except TypeError as error:
@@ -153,7 +202,7 @@ def dedup_run_start(
     with transaction.atomic():
         run = DedupRun(
             out_dir=str(out),
-            inputs=[str(path) for path in files],
+            inputs=[str(path) for path in [*files, *staged]],
             options=dataclasses.asdict(pipeline_options),
             dry_run=dry_run,
             register_output=register_output,
@@ -161,7 +210,7 @@ def dedup_run_start(
         )
         run.full_clean()
         try:
-            Pipeline.create(out_dir=out, inputs=files, options=pipeline_options)
+            Pipeline.create(out_dir=out, inputs=[*files, *staged], options=pipeline_options, staged=staged)
         except PipelineError as error:
             if not existed:
                 shutil.rmtree(out, ignore_errors=True)  # made just now by the pipeline: nothing to keep
@@ -170,6 +219,27 @@ def dedup_run_start(
         if enqueue:
             _send_advance(run.pk)
     return run
+
+
+def _check_space(out: Path, files: list[Path], archived: list[WarcFile], errors: list[str]) -> None:
+    """Refuse an output directory whose disk cannot hold the staged files of the archive and the
+    output (at most the size of the inputs)."""
+    needed = 2 * sum(warc.size for warc in archived) + sum(path.stat().st_size for path in files)
+    existing = out
+    while not existing.exists():
+        existing = existing.parent
+    try:
+        free = shutil.disk_usage(existing).free
+    except OSError:
+        return
+    if free < needed:
+        errors.append(
+            _(
+                "%(path)s has %(free)s free: staging the files of the archive and writing the output "
+                "need about %(needed)s."
+            )
+            % {"path": existing, "free": filesizeformat(free), "needed": filesizeformat(needed)}
+        )
 
 
 def _input_files(
@@ -281,7 +351,7 @@ def dedup_run_advance(*, run_id: int) -> DedupRun:
     if run.state == State.QUEUED:
         RUNNER.start(run, save=False)
     elif run.state == State.STOPPING:
-        RUNNER.end(run, State.STOPPED, save=False)
+        _end(run, State.STOPPED, save=False)
     if run.state != State.RUNNING:
         run.save()
         return run
@@ -313,7 +383,10 @@ def dedup_run_unit(*, run_id: int, stage: str, unit: str) -> None:
         return
     try:
         pipeline = Pipeline.open(Path(run.out_dir))
-        pipeline.run_unit(stage, unit)
+        if stage == INPUTS:
+            dedup_input_stage(pipeline, unit)
+        else:
+            pipeline.run_unit(stage, unit)
         pending = len(pipeline.pending_units(stage))
         done = pipeline.stage_done(stage)
     except OperationalError:
@@ -339,7 +412,7 @@ def dedup_run_fail(*, run_id: int, error: str) -> DedupRun:
 
 
 def _fail(run: DedupRun, error: str) -> DedupRun:
-    RUNNER.end(run, State.FAILED, error=error, save=False)
+    _end(run, State.FAILED, error=error, save=False)
     run.save()  # with what the caller changed before it failed (the savings, the validation)
     return run
 
@@ -352,7 +425,7 @@ def dedup_run_stop(*, run_id: int, user=None) -> DedupRun:
     if run.state == State.RUNNING:
         RUNNER.move(run, State.STOPPING)
     else:
-        RUNNER.end(run, State.STOPPED, save=False)  # queued or stopping (again): refused if it has ended
+        _end(run, State.STOPPED, save=False)  # queued or stopping (again): refused if it has ended
     run.save()
     return run
 
@@ -373,12 +446,39 @@ def dedup_run_resume(*, run_id: int, user=None) -> DedupRun:
 # Running (in the foreground: dedup_warcs) ---------------------------------------------------------
 
 
-@transaction.atomic
 def dedup_run_begin(*, run_id: int) -> DedupRun:
-    """Mark a run running in this process (``dedup_warcs``): a new, stopped or failed run."""
-    run = DedupRun.objects.select_for_update().get(pk=run_id)
-    RUNNER.start(run)
-    return run
+    """Mark a run running in this process (``dedup_warcs``): a new, stopped or failed run; then stage
+    its files of the archive here (its stage ``inputs``). A file with no good copy fails the run:
+    ValidationError, naming every such file."""
+    with transaction.atomic():
+        run = DedupRun.objects.select_for_update().get(pk=run_id)
+        RUNNER.start(run)
+    try:
+        pipeline = Pipeline.open(Path(run.out_dir))
+    except PipelineError:
+        return run  # said by the stages, which cannot run either
+    pending = pipeline.pending_units(INPUTS)
+    total = len(pipeline.units(INPUTS))
+    if not pending:
+        return run
+    dedup_run_progress(run_id=run.pk, stage=INPUTS, done=total - len(pending), total=total)
+    failures = []
+    try:
+        for done, name in enumerate(pending, start=total - len(pending) + 1):
+            try:
+                dedup_input_stage(pipeline, name)
+            except StagingError as error:
+                failures.append(str(error))
+            dedup_run_progress(run_id=run.pk, stage=INPUTS, done=done, total=total)
+    except KeyboardInterrupt:
+        dedup_run_end(run_id=run.pk, completed=False)
+        raise ValidationError(
+            _("Interrupted while staging the files of the archive: run the same command again to resume.")
+        ) from None
+    if failures:
+        run = dedup_run_fail(run_id=run.pk, error="\n".join(failures))
+        raise ValidationError(run.error, code="staging")
+    return DedupRun.objects.get(pk=run.pk)
 
 
 def dedup_run_progress(*, run_id: int, stage: str, done: int, total: int) -> None:
@@ -397,12 +497,113 @@ def dedup_run_end(*, run_id: int, completed: bool, error: str = "") -> DedupRun:
     if error:
         return _fail(run, error) if DEDUP_RUN_TRANSITIONS.may(run.state, State.FAILED) else run
     if not completed:
-        RUNNER.end(run, State.STOPPED)
+        _end(run, State.STOPPED)
         return run
     try:
         return _finish(run, Pipeline.open(Path(run.out_dir)))
     except PipelineError as failure:
         return _fail(run, str(failure))
+
+
+# Staging the files of the archive (the stage "inputs") ----------------------------------------------
+
+
+class StagingError(Exception):
+    """No good copy of a file of the archive could be staged (str() names it and says why)."""
+
+
+def dedup_input_stage(pipeline: Pipeline, name: str) -> bool:
+    """Put the file of the archive ``name`` in its staging place (:func:`staging_dir`), streamed from
+    its first good replica (online nodes first, the most recently verified first), else from where
+    it was written, its size and SHA-256 checked against its WarcFile while copying: a bad copy is
+    discarded and the next source tried. True if copied, False if a matching copy was there already
+    (a resumed run, a unit delivered twice). StagingError when no source gives the file whole.
+
+    Its modification time is the file's closing time, so that a copy staged again after a stop is
+    the same input to the pipeline (which notices an input changed since its manifest).
+    """
+    target = pipeline.staged_path(name)
+    warc = WarcFile.objects.filter(name=name, retired_at__isnull=True).first()
+    if warc is None:
+        raise StagingError(_("%(name)s is no longer in the archive (retired or removed).") % {"name": name})
+    if target.exists():
+        if target.stat().st_size == warc.size and _path_sha256(target) == warc.sha256:
+            return False
+        target.unlink()
+    mtime = int((warc.closed_at or warc.registered_at).timestamp()) * 1_000_000_000
+    problems = []
+    for source, opener in _input_sources(warc):
+        try:
+            with opener() as stream, atomic(target, "wb") as out:
+                _copy_checked(stream, out, warc)
+                out.flush()
+                os.utime(out.fileno(), ns=(mtime, mtime))
+        except _BadCopy as error:
+            logger.warning("%s of %s is not whole: %s", source, name, error)
+            problems.append(f"{source}: {error}")
+            continue
+        except OSError as error:
+            problems.append(f"{source}: {error.strerror or error}")
+            continue
+        try:
+            kind = input_kind(target)
+        except PipelineError as error:
+            target.unlink()
+            raise StagingError(str(error)) from None
+        if kind != kind_from_name(name):
+            target.unlink()
+            raise StagingError(
+                _("%(name)s holds a %(kind)s file, not what its name says.") % {"name": name, "kind": kind}
+            )
+        return True
+    raise StagingError(
+        _("No good copy of %(name)s could be read (%(problems)s).")
+        % {"name": name, "problems": "; ".join(problems) or _("no replica, no spool copy")}
+    )
+
+
+class _BadCopy(Exception):
+    pass
+
+
+def _input_sources(warc: WarcFile):
+    """(a label, how to open it) for each copy of a file, in the order they are tried."""
+    replicas = good_replicas(warc).select_related("node").order_by(F("verified_at").desc(nulls_last=True))
+    for replica in sorted(replicas, key=lambda replica: replica.node.state != StorageNode.State.ONLINE):
+        backend = replica.node.backend_instance()
+        yield replica.node.name, lambda backend=backend, replica=replica: backend.open(replica.relative_path)
+    yield _("the spool"), warc.spool_bytes
+
+
+def _copy_checked(stream, out, warc: WarcFile) -> None:
+    digest, size = hashlib.sha256(), 0
+    while chunk := stream.read(HASH_CHUNK):
+        size += len(chunk)
+        if size > warc.size:
+            raise _BadCopy(_("longer than its %(size)d bytes") % {"size": warc.size})
+        digest.update(chunk)
+        out.write(chunk)
+    if size != warc.size:
+        raise _BadCopy(_("%(size)d bytes, not %(expected)d") % {"size": size, "expected": warc.size})
+    if digest.hexdigest() != warc.sha256:
+        raise _BadCopy(
+            _("SHA-256 %(sha)s, not %(expected)s") % {"sha": digest.hexdigest(), "expected": warc.sha256}
+        )
+
+
+def _path_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while chunk := stream.read(HASH_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _end(run: DedupRun, state: str, **kwargs) -> None:
+    """End a run; its staged files of the archive go once that is committed (resuming stages them again)."""
+    RUNNER.end(run, state, **kwargs)
+    staging = staging_dir(run.out_dir)
+    transaction.on_commit(lambda: shutil.rmtree(staging, ignore_errors=True))
 
 
 # Finishing ----------------------------------------------------------------------------------------
@@ -413,7 +614,7 @@ def _finish(run: DedupRun, pipeline: Pipeline) -> DedupRun:
     run.summary = summary_json(pipeline.summary())
     run.stage = ""
     if run.dry_run:
-        RUNNER.end(run, State.DONE, save=False)
+        _end(run, State.DONE, save=False)
         run.save()
         return run
     report = pipeline.validation()
@@ -423,7 +624,7 @@ def _finish(run: DedupRun, pipeline: Pipeline) -> DedupRun:
         return _fail(run, _("The output did not pass validation; nothing was registered.") + "\n" + problems)
     run.save()
     if not run.register_output:
-        RUNNER.end(run, State.DONE)
+        _end(run, State.DONE)
         return run
     try:
         return dedup_run_register(run_id=run.pk, pipeline=pipeline)
@@ -445,7 +646,7 @@ def dedup_run_register(*, run_id: int, pipeline: Pipeline | None = None) -> Dedu
         raise ValidationError(_("A dry run has no output to register."), code="dry_run")
     if not (run.validation or {}).get("ok"):
         raise ValidationError(_("Only a validated output is registered."), code="not_validated")
-    RUNNER.end(run, State.VALIDATED, save=False)
+    _end(run, State.VALIDATED, save=False)
     pipeline = pipeline or Pipeline.open(Path(run.out_dir))
     for output in pipeline.outputs():
         source = WarcFile.objects.select_for_update().filter(name=Path(output.source).name).first()

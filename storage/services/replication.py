@@ -25,7 +25,6 @@ from __future__ import annotations
 import logging
 import time
 from datetime import timedelta
-from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
@@ -243,31 +242,6 @@ def warc_file_open(warc: WarcFile) -> BinaryIO:
     if stream is not None:
         return stream
     return warc.spool_bytes()
-
-
-def warc_file_local_path(warc: WarcFile) -> Path | None:
-    """A path on this machine where the file's bytes are whole: a healthy replica on a directory node
-    (online nodes first), else where it was written; None when no copy is reachable from here. For
-    tools that read paths (the deduplication pipeline)."""
-    if warc.is_open or warc.pk is None:
-        return None
-    replicas = good_replicas(warc).select_related("node").order_by(F("verified_at").desc(nulls_last=True))
-    for replica in sorted(replicas, key=lambda replica: replica.node.state != StorageNode.State.ONLINE):
-        backend = replica.node.backend_instance()
-        real_path = getattr(backend, "real_path", None)
-        if real_path is None:
-            continue  # not a directory: no path to give
-        try:
-            path = real_path(replica.relative_path)
-            if path.stat().st_size == warc.size:
-                return path
-        except (OSError, ValueError) as error:
-            logger.warning("replica %s of %s is not readable here: %s", replica.node.name, warc.name, error)
-    spool = Path(warc.path)
-    try:
-        return spool if spool.stat().st_size == warc.size else None
-    except OSError:
-        return None
 
 
 def replica_open(warc: WarcFile) -> BinaryIO | None:

@@ -348,8 +348,9 @@ def test_a_run_takes_a_jobs_files_from_the_storage_nodes(root, engineer, tmp_pat
     run = dedup_run_start(
         inputs=[], archive=ArchiveSelection(job=job.pk), out_dir=str(out), user=engineer, enqueue=False
     )
-    assert sorted(Path(path).name for path in run.inputs) == ["first.warc.gz", "second.warc.gz"]
-    assert all(str(tmp_path / "nodes") in path for path in run.inputs)
+    # Recorded as their staging places under the output directory: nothing is read by the request.
+    assert run.inputs == [str(out / ".inputs" / "first.warc.gz"), str(out / ".inputs" / "second.warc.gz")]
+    assert not (out / ".inputs").exists()
     run = drive(run)
     assert run.state == DedupRun.State.VALIDATED
     assert run.summary["totals"]["duplicates"] == 2  # the logo's second and third captures
@@ -385,7 +386,7 @@ def test_a_file_with_no_reachable_copy_is_named(root, engineer, tmp_path):
             user=engineer,
         )
     assert field_errors(excinfo) == {
-        "archive": [f"No copy of 1 file(s) can be read from this machine: {warc.name}."]
+        "archive": [f"1 file(s) have no good copy on the storage nodes nor in the spool: {warc.name}."]
     }
     assert not DedupRun.objects.exists()
 
