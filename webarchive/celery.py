@@ -28,17 +28,12 @@ site_crawls.install(app)
 
 @celeryd_after_setup.connect(dispatch_uid="webarchive.spool_queue")
 def consume_spool_queue(sender=None, instance=None, **kwargs) -> None:
-    """A worker that crawls also serves its machine's spool queue (webarchive.tasks.spool_queue): the
-    ingest chains of the WARC files its crawls write, and the full text of their pages, run on the
-    machine whose spool holds them, so that no other machine needs to see that disk."""
-    from django.conf import settings
-
+    """Every worker also serves its machine's queue (webarchive.tasks.spool_queue): the tasks that read
+    what only this machine's disk holds (the ingest chains of the WARC files its crawls wrote, the full
+    text of their pages), so that no other machine needs to see that disk."""
     from webarchive.tasks import spool_queue
 
-    queues = instance.app.amqp.queues
-    consumed = set(queues.consume_from or queues)
-    if consumed & set(settings.HARVEST_CRAWL_QUEUES):
-        queues.select_add(spool_queue())
+    instance.app.amqp.queues.select_add(spool_queue())
 
 
 # Database connections in the workers, as Django handles them around a request (CONN_MAX_AGE and

@@ -33,7 +33,7 @@ def enqueue(task, *args, queue: str | None = None, **kwargs) -> None:
 
 
 def spool_queue(machine: str | None = None) -> str:
-    """The queue of the workers of a crawl machine (this one by default; webarchive.celery adds it to
-    every worker that crawls): the tasks that read its spool, which only that machine sees (the ingest
-    chain of the WARC files it wrote, the full text of their pages)."""
+    """The queue of the workers of a machine (this one by default; every worker serves its own:
+    webarchive.celery): the tasks that read its disk, which only that machine sees (the ingest chain of
+    the WARC files its crawls wrote, the full text of their pages)."""
     return f"spool.{machine or settings.MACHINE_NAME}"
