@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import BinaryIO
 
+from django.conf import settings
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import ExtractMonth, ExtractYear
 from django.utils import timezone
@@ -213,6 +214,14 @@ def _open_record(capture: Capture):
     try:
         stream = warc_file_open(warc_file)
     except FileNotFoundError:
+        if warc_file.machine and warc_file.machine != settings.MACHINE_NAME:
+            raise RecordUnavailable(
+                _(
+                    "No replica of %(name)s can be read yet, and its copy is on crawl machine %(machine)s, "
+                    "where it was written."
+                )
+                % {"name": warc_file.name, "machine": warc_file.machine}
+            ) from None
         raise RecordUnavailable(
             _("The file %(name)s is not on disk (expected at %(path)s).")
             % {"name": warc_file.name, "path": path}

@@ -331,10 +331,12 @@ class WarcFileDetailView(AccessAreaMixin, RestrictedQuerysetMixin, DetailView):
         for capture in page.object_list:
             capture.warc_file = warc_file  # spare a query per row
         location = warc_file.location()
+        # A path of another machine's spool means nothing here: never looked for on this one.
+        here = not warc_file.machine or warc_file.machine == settings.MACHINE_NAME
         context.update(
             {
                 "location": location,
-                "on_disk": location.exists(),
+                "on_disk": location.exists() if here else None,
                 "page_obj": page,
                 "paginator": page.paginator,
                 "is_paginated": page.has_other_pages(),

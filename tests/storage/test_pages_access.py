@@ -520,6 +520,18 @@ def test_a_file_missing_on_disk_is_a_clear_error_not_a_crash(engineer, archive):
     assert 'id="not-on-disk"' in files_page.content.decode()
 
 
+def test_a_file_of_another_crawl_machine_is_never_looked_for_here(engineer, archive, settings):
+    WarcFile.objects.filter(pk=archive.pk).update(machine="crawler9")  # its spool copy is there, not here
+    Path(archive.path).unlink()  # no replica, and the path is crawler9's: nothing here to read
+    capture = archive.captures.first()
+    response = engineer.get(reverse("storage:capture_raw", kwargs={"pk": capture.pk}))
+    assert response.status_code == 503
+    assert "its copy is on crawl machine crawler9, where it was written" in text(response)
+    page = engineer.get(reverse("storage:warcfile_detail", kwargs={"pk": archive.pk})).content.decode()
+    assert 'id="other-machine"' in page and 'id="not-on-disk"' not in page
+    assert 'id="machine">crawler9<' in page
+
+
 def test_an_index_that_no_longer_matches_the_file_is_said(engineer, archive, tmp_path):
     capture = capture_of("http://example.com/about", "2023-02-01T00:00:00Z")
     Capture.objects.filter(pk=capture.pk).update(record_id="<urn:uuid:00000000-0000-0000-0000-000000000000>")
