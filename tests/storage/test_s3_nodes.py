@@ -226,6 +226,7 @@ def test_an_engineer_adds_an_s3_node_on_the_page_and_sees_no_keys(s3, client):
     assert response.status_code == 302 and node.root == f"s3://{bucket}/p" and node.reachable
     page = client.get(node.get_absolute_url()).content.decode()
     assert bucket in page and s3.endpoint_url in page and "<code>test</code>" in page
+    assert "unknown: an object store without a quota" in page  # no quota: no capacity to show
     assert s3.secret_key not in page and s3.access_key not in page
     api = client.get(reverse("api:storagenode-detail", kwargs={"pk": node.pk})).json()
     assert api["s3_bucket"] == bucket and api["s3_prefix"] == "p" and api["endpoint_url"] == s3.endpoint_url
