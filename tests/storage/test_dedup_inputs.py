@@ -27,6 +27,7 @@ from storage.services.dedup_runs import (
 )
 from storage.services.indexing import warc_file_index
 from storage.services.ingest import ingest_advance
+from tests.factories import UserFactory
 from tests.harvest.crawljobs import job_for_sites
 from tests.storage.dedup_files import drive, duplicate_warcs
 from tests.storage.storage_files import flip_byte, flip_replica_byte, make_nodes, replica_bytes
@@ -46,6 +47,10 @@ def archived(settings, tmp_path, node_backend):
     (the job, its WarcFiles, the allowed directory)."""
     root = tmp_path / "warcs"
     settings.HARVEST_WARC_DIR = root
+    return archive_job(root, tmp_path, node_backend)
+
+
+def archive_job(root: Path, tmp_path: Path, node_backend):
     make_nodes(tmp_path / "nodes", "room-1", "room-2", backend=node_backend)
     job = job_for_sites([("example.com", "http://example.com/")])
     files = [warc_file_index(path=path, job_id=job.pk).warc_file for path in duplicate_warcs(root / "in")]
@@ -57,13 +62,13 @@ def archived(settings, tmp_path, node_backend):
     return job, files, root
 
 
-def start(job, root: Path, engineer) -> DedupRun:
+def start(job, root: Path, engineer, *, enqueue: bool = False) -> DedupRun:
     return dedup_run_start(
         inputs=[],
         archive=ArchiveSelection(job=job.pk),
         out_dir=str(root / "out"),
         user=engineer,
-        enqueue=False,
+        enqueue=enqueue,
     )
 
 
@@ -239,3 +244,31 @@ def test_the_command_names_the_files_with_no_good_copy(archived):
     run = DedupRun.objects.get()
     assert run.state == DedupRun.State.FAILED
     assert not WarcFile.objects.filter(origin=WarcFile.Origin.DEDUPLICATED).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_worker_stages_the_files_the_request_only_checked(crawl_worker, settings, tmp_path, monkeypatch):
+    """On a real worker and broker (PostgreSQL, RabbitMQ): the request records the run without
+    reading a replica; the worker stages the files from the nodes, runs the stages, registers the
+    output and removes the staged copies."""
+    from tests.crawl_worker import wait_for
+
+    def no_read(*args, **kwargs):
+        raise AssertionError("the test process read a replica")
+
+    job, files, root = archive_job(settings.HARVEST_WARC_DIR, tmp_path, "directory")
+    monkeypatch.setattr(dedup_runs, "_input_sources", no_read)  # here, not in the worker
+    crawl_worker.start()
+    run = start(job, root, UserFactory(roles=[Role.ENGINEER]), enqueue=True)
+    ended = (DedupRun.State.VALIDATED, DedupRun.State.FAILED, DedupRun.State.DONE)
+    wait_for(
+        lambda: DedupRun.objects.filter(pk=run.pk, state__in=ended).exists(),
+        timeout=120,
+        message=crawl_worker.logs(),
+    )
+    run.refresh_from_db()
+    assert run.state == DedupRun.State.VALIDATED, run.error + crawl_worker.logs()
+    assert not (root / "out" / ".inputs").exists()
+    for warc in files:
+        warc.refresh_from_db()
+        assert warc.replaced_by is not None
