@@ -250,6 +250,8 @@ class Pipeline:
 
     def staged_path(self, name: str) -> Path:
         """Where a staged input goes (it is done once there, whole, under this name)."""
+        if name not in self.staged:
+            raise PipelineError(f"{name} is not an input staged by the run's worker")
         return self.inputs[self._numbers[name]]
 
     def _done_file(self, stage: str, unit: str) -> Path:

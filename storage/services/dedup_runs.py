@@ -570,8 +570,10 @@ def _input_sources(warc: WarcFile):
     """(a label, how to open it) for each copy of a file, in the order they are tried."""
     replicas = good_replicas(warc).select_related("node").order_by(F("verified_at").desc(nulls_last=True))
     for replica in sorted(replicas, key=lambda replica: replica.node.state != StorageNode.State.ONLINE):
-        backend = replica.node.backend_instance()
-        yield replica.node.name, lambda backend=backend, replica=replica: backend.open(replica.relative_path)
+        yield (
+            replica.node.name,
+            lambda replica=replica: replica.node.backend_instance().open(replica.relative_path),
+        )
     yield _("the spool"), warc.spool_bytes
 
 
