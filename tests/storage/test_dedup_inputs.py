@@ -5,14 +5,16 @@ checked, a bad replica passed over for the next, and the staged copies removed w
 from __future__ import annotations
 
 import io
+import shutil
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from storage.dedup.pipeline import INPUTS, Pipeline
+from storage.dedup.pipeline import INPUTS, Pipeline, PipelineError
 from storage.models import DedupRun, Replica, WarcFile
 from storage.services import dedup_runs
 from storage.services.dedup_runs import (
@@ -272,3 +274,53 @@ def test_the_worker_stages_the_files_the_request_only_checked(crawl_worker, sett
     for warc in files:
         warc.refresh_from_db()
         assert warc.replaced_by is not None
+
+
+def test_a_selection_whose_replicas_are_all_bad_is_refused_by_name(archived, engineer):
+    job, files, root = archived
+    Replica.objects.filter(warc_file=files[1]).update(state=Replica.State.CORRUPT)
+    with pytest.raises(ValidationError) as excinfo:
+        start(job, root, engineer)
+    assert excinfo.value.message_dict == {
+        "archive": ["1 file(s) have no good copy on the storage nodes nor in the spool: second.warc.gz."]
+    }
+    assert not DedupRun.objects.exists() and not (root / "out").exists()
+
+
+def test_an_output_disk_too_small_for_the_staged_files_is_refused(archived, engineer, monkeypatch):
+    job, files, root = archived
+    needed = 2 * sum(warc.size for warc in files)
+    real = shutil.disk_usage
+    monkeypatch.setattr(dedup_runs.shutil, "disk_usage", lambda path: real(path)._replace(free=needed - 1))
+    with pytest.raises(ValidationError) as excinfo:
+        start(job, root, engineer)
+    [message] = excinfo.value.message_dict["out_dir"]
+    assert "staging the files of the archive and writing the output need about" in message
+    assert not DedupRun.objects.exists()
+    monkeypatch.setattr(dedup_runs.shutil, "disk_usage", lambda path: real(path)._replace(free=needed))
+    assert start(job, root, engineer).state == DedupRun.State.QUEUED
+
+
+def test_the_pipeline_waits_for_staged_inputs_and_never_stages_a_path(archived, engineer):
+    job, _files, root = archived
+    explicit = duplicate_warcs(root / "explicit")[0].rename(root / "explicit" / "other.warc.gz")
+    run = dedup_run_start(
+        inputs=[str(explicit)],
+        archive=ArchiveSelection(job=job.pk),
+        out_dir=str(root / "out"),
+        user=engineer,
+        enqueue=False,
+    )
+    assert run.inputs[0] == str(explicit) and archive_names(run) == ["first.warc.gz", "second.warc.gz"]
+    pipeline = Pipeline.open(Path(run.out_dir))
+    assert pipeline.units(INPUTS) == ["first.warc.gz", "second.warc.gz"]
+    with pytest.raises(PipelineError, match="stage inputs is not done"):
+        pipeline.run_unit("manifest", "other.warc.gz")
+    with pytest.raises(PipelineError, match="put in place by the run's worker"):
+        pipeline.run_unit(INPUTS, "first.warc.gz")
+    with pytest.raises(PipelineError, match="not an input staged"):
+        dedup_runs.dedup_input_stage(pipeline, "other.warc.gz")
+    content = explicit.read_bytes()
+    run = drive(run)
+    assert run.state == DedupRun.State.VALIDATED, run.error
+    assert explicit.read_bytes() == content  # read where it is, as before
