@@ -37,6 +37,7 @@ import contextlib
 import hashlib
 import io
 import logging
+import os
 import re
 from typing import BinaryIO
 
@@ -109,23 +110,11 @@ class S3Backend:
                     f"storage node {self.node_name}: no S3 credentials profile {self.profile_name!r} "
                     "in STORAGE_S3_PROFILES"
                 )
-            import boto3
-            from botocore.config import Config
-
-            self._client = boto3.client(
-                "s3",
-                endpoint_url=self.profile.get("endpoint_url") or None,
-                aws_access_key_id=self.profile.get("access_key"),
-                aws_secret_access_key=self.profile.get("secret_key"),
-                region_name=self.profile.get("region") or "us-east-1",
-                config=Config(
-                    s3={"addressing_style": "path"},
-                    retries={"max_attempts": 3, "mode": "standard"},
-                    connect_timeout=5,
-                    read_timeout=60,
-                    request_checksum_calculation="when_required",
-                    response_checksum_validation="when_required",
-                ),
+            self._client = _client_for(
+                self.profile.get("endpoint_url") or None,
+                self.profile.get("access_key"),
+                self.profile.get("secret_key"),
+                self.profile.get("region") or "us-east-1",
             )
         return self._client
 
@@ -368,6 +357,36 @@ class S3Backend:
         found = {item["Key"] for item in self._list(prefix) if item["Key"].endswith(TEMP_SUFFIX)}
         found |= {upload["Key"] for upload in self._uploads(prefix) if upload["Key"].endswith(TEMP_SUFFIX)}
         return sorted(found)
+
+
+_CLIENTS: dict[tuple, object] = {}
+
+
+def _client_for(endpoint_url, access_key, secret_key, region):
+    """One boto3 client per profile and process (clients are thread-safe, and slow to make; a forked
+    worker makes its own rather than share its parent's connections)."""
+    key = (os.getpid(), endpoint_url, access_key, secret_key, region)
+    client = _CLIENTS.get(key)
+    if client is None:
+        import boto3
+        from botocore.config import Config
+
+        client = _CLIENTS[key] = boto3.client(
+            "s3",
+            endpoint_url=endpoint_url,
+            aws_access_key_id=access_key,
+            aws_secret_access_key=secret_key,
+            region_name=region,
+            config=Config(
+                s3={"addressing_style": "path"},
+                retries={"max_attempts": 3, "mode": "standard"},
+                connect_timeout=5,
+                read_timeout=60,
+                request_checksum_calculation="when_required",
+                response_checksum_validation="when_required",
+            ),
+        )
+    return client
 
 
 def _read_part(source: BinaryIO, size: int) -> bytes:

@@ -166,7 +166,9 @@ def start_weed(directory: Path, ports: list[int] | None = None, *, binary: str |
         f"-dir={directory / 'data'}",
         f"-master.port={master}",
         f"-volume.port={volume}",
-        "-volume.max=100",
+        # SeaweedFS makes several volumes for each bucket (a collection each): room for many buckets.
+        "-volume.max=3000",
+        "-master.volumeSizeLimitMB=1024",
         "-filer",
         f"-filer.port={filer}",
         "-s3",

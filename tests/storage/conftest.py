@@ -13,13 +13,17 @@ from tests.weed_server import unique_bucket, weed_server  # noqa: F401  (the ses
 
 @pytest.fixture(params=["directory", "s3"])
 def node_backend(request, settings):
-    """The kind of node of the test: "directory", or the S3Nodes of a bucket of its own (the profile
-    ``test`` of STORAGE_S3_PROFILES reaches the session's server)."""
+    """The kind of node of the test: "directory", or the S3Nodes of a prefix of its own in the session's
+    bucket (the profile ``test`` of STORAGE_S3_PROFILES reaches the session's server). One bucket for
+    all: SeaweedFS gives each bucket volumes of its own, a few hundred of which fill a test server."""
     if request.param == "directory":
         return "directory"
     server = request.getfixturevalue("weed_server")
     settings.STORAGE_S3_PROFILES = {**settings.STORAGE_S3_PROFILES, "test": server.profile()}
-    return S3Nodes(server=server, bucket=unique_bucket())
+    return S3Nodes(server=server, bucket=SHARED_BUCKET, prefix=unique_bucket("t"))
+
+
+SHARED_BUCKET = "webarchive-tests"
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ class S3Nodes:
     server: object  # tests.weed_server.WeedServer
     bucket: str
     profile: str = "test"
+    prefix: str = ""  # the test's own part of a shared bucket
 
 
 def make_nodes(root: Path, *locations: str, backend: str | S3Nodes = "directory") -> list[StorageNode]:
@@ -43,7 +44,7 @@ def make_nodes(root: Path, *locations: str, backend: str | S3Nodes = "directory"
                 location=location,
                 backend=StorageNode.Backend.S3,
                 bucket=backend.bucket,
-                prefix=name,
+                prefix=f"{backend.prefix}/{name}" if backend.prefix else name,
                 profile=backend.profile,
             )
             for name, location in zip(names, locations, strict=True)
