@@ -24,7 +24,11 @@ $(VENV)/.installed: requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements.txt
 	@touch $@
 
-$(VENV)/.installed-dev: requirements-dev.txt requirements.txt | $(BIN)/python
+$(VENV)/.installed-s3: requirements-demo-s3.txt | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements-demo-s3.txt
+	@touch $@
+
+$(VENV)/.installed-dev: requirements-dev.txt requirements-demo-s3.txt requirements.txt | $(BIN)/python
 	$(BIN)/pip install --quiet -r requirements-dev.txt
 	@touch $@
 
@@ -34,14 +38,19 @@ migrate: $(VENV)/.installed
 demo: migrate
 	$(BIN)/python manage.py demo
 
-run: demo browser
+# The demo's processes: the Procfile's, with its object store (s3) only when WEBARCHIVE_DEMO_S3=1.
+DEMO_S3 := $(filter 1 true yes on,$(WEBARCHIVE_DEMO_S3))
+PROCESSES = $(shell sed -n 's/^\([a-z0-9]*\):.*/\1/p' Procfile | grep -vx s3) $(if $(DEMO_S3),s3)
+
+run: demo browser $(if $(DEMO_S3),$(VENV)/.installed-s3)
 	@echo
 	@echo "  The web archive is starting on http://$${WEBARCHIVE_HOST:-127.0.0.1}:$${WEBARCHIVE_PORT:-8000}/"
 	@echo "  Log in with one of the demo accounts above. Ctrl-C stops everything."
 	@echo "  The test website for URL checks: http://127.0.0.1:$${WEBARCHIVE_TESTSITE_PORT:-8001}/"
 	@echo "  Replay of the archive (pywb): $${REPLAY_URL:-http://127.0.0.1:8080/}$${REPLAY_COLLECTION:-archive}/"
+	$(if $(DEMO_S3),@echo "  Object store (SeaweedFS, storage node node-s3): http://127.0.0.1:$${WEBARCHIVE_DEMO_S3_PORT:-8333}/")
 	@echo
-	$(BIN)/honcho start -f Procfile
+	$(BIN)/honcho start -f Procfile $(PROCESSES)
 
 # System packages used by some tests: slapd (LDAP login against a real
 # directory), chromium (browser tests), ffmpeg (a stream that plays back from

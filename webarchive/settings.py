@@ -105,6 +105,22 @@ STORAGE_REPAIR_BATCH = env.int("STORAGE_REPAIR_BATCH", default=500)
 # profile name, as JSON: {"name": {"endpoint_url": ..., "access_key": ..., "secret_key": ..., "region": ...}}.
 # A node names its profile; the keys are never in the database nor on a page.
 STORAGE_S3_PROFILES = env.json("STORAGE_S3_PROFILES", default={})
+# The demo with an S3 node (docs/machines.md, "Trying it on one machine"): `WEBARCHIVE_DEMO_S3=1 make run`
+# starts a SeaweedFS server on 127.0.0.1 (`manage.py demo_s3`, S3 on WEBARCHIVE_DEMO_S3_PORT and the
+# next three ports for its master, volume and filer) with a node in it, and every process reaches it
+# through the profile "demo-s3"; each file then gets three replicas (two directories, the object store).
+DEMO_S3 = env.bool("WEBARCHIVE_DEMO_S3", default=False)
+DEMO_S3_PORT = env.int("WEBARCHIVE_DEMO_S3_PORT", default=8333)
+if DEMO_S3:
+    STORAGE_S3_PROFILES.setdefault(
+        "demo-s3",
+        {
+            "endpoint_url": f"http://127.0.0.1:{DEMO_S3_PORT}",
+            "access_key": "webarchive-demo",
+            "secret_key": "webarchive-demo-secret",
+        },
+    )
+    STORAGE_REPLICAS = env.int("STORAGE_REPLICAS", default=3)
 # BagIt packages of jobs for a preservation system (docs/storage.md, "Bags for a preservation
 # system"): where the workers write the bag of each ended job once all its files are ingested (empty:
 # no bag is made automatically; `manage.py bag_job` makes one), and the archive's name in them.
