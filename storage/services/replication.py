@@ -94,7 +94,14 @@ class _Heartbeat:
 
 
 def _sources(warc: WarcFile, *, exclude_node=None):
-    """Streams to copy a file from: its good replicas (the most recently verified first), then the spool."""
+    """Streams to copy a file from: its good replicas (the most recently verified first), then the spool.
+
+    On the crawl machine that wrote it, the spool copy comes first: a local disk, where a replica may
+    be an object store across the network (every copy is read back against the file's checksum
+    anyway, so a spool copy damaged since the chain's first step is found and the replicas tried)."""
+    local_spool = bool(warc.machine) and warc.machine == settings.MACHINE_NAME
+    if local_spool and (spool := _spool_stream(warc)) is not None:
+        yield None, spool
     replicas = good_replicas(warc).select_related("node").order_by(F("verified_at").desc(nulls_last=True))
     if exclude_node is not None:
         replicas = replicas.exclude(node=exclude_node)
@@ -103,10 +110,15 @@ def _sources(warc: WarcFile, *, exclude_node=None):
             yield replica, replica.node.backend_instance().open(replica.relative_path)
         except OSError as error:
             logger.warning("replica %s cannot be read: %s", replica, error)
+    if not local_spool and (spool := _spool_stream(warc)) is not None:
+        yield None, spool
+
+
+def _spool_stream(warc: WarcFile) -> BinaryIO | None:
     try:
-        yield None, warc.spool_bytes()
+        return warc.spool_bytes()
     except OSError:
-        return
+        return None
 
 
 def replica_copy(replica: Replica) -> bool:
@@ -118,6 +130,7 @@ def replica_copy(replica: Replica) -> bool:
         return False
     warc, node = replica.warc_file, replica.node
     backend = node.backend_instance()
+    spool_damaged = None
     try:
         for source, stream in _sources(warc, exclude_node=node):
             with stream:
@@ -127,9 +140,11 @@ def replica_copy(replica: Replica) -> bool:
                     )
                 except ChecksumMismatch as error:
                     if source is None:
-                        raise NoSource(
-                            _("The spool copy of %(name)s does not match its checksum.") % {"name": warc.name}
-                        ) from error
+                        spool_damaged = error
+                        logger.warning(
+                            "the spool copy of %s does not match its checksum: %s", warc.name, error
+                        )
+                        continue
                     # The bytes read back as they were read: the source is what is wrong.
                     REPLICA_TRANSITIONS.check(source.state, Replica.State.CORRUPT)
                     Replica.objects.filter(pk=source.pk).update(state=Replica.State.CORRUPT)
@@ -148,6 +163,10 @@ def replica_copy(replica: Replica) -> bool:
             )
             event(kind, node=node, warc_file=warc, detail=_("From %(origin)s.") % {"origin": origin})
             return True
+        if spool_damaged is not None:
+            raise NoSource(
+                _("The spool copy of %(name)s does not match its checksum.") % {"name": warc.name}
+            ) from spool_damaged
         raise NoSource(_("No good copy of %(name)s can be read.") % {"name": warc.name})
     except BaseException:
         _release(replica, before)

@@ -203,3 +203,38 @@ def test_a_worker_serves_its_machine_s_queue_beside_those_it_was_given(selected,
     consume_spool_queue(sender="test@crawler2", instance=worker)
     consumed = set(worker.app.amqp.queues.consume_from or worker.app.amqp.queues)
     assert consumed == given | {"spool.crawler2"}
+
+
+# Copies on the crawl machine read its spool first -----------------------------------------------------------
+
+
+def _copied_from(warc) -> list[str]:
+    return list(warc.storage_events.filter(kind="copied").order_by("pk").values_list("detail", flat=True))
+
+
+def test_on_the_crawl_machine_every_replica_is_copied_from_the_local_spool(tmp_path, settings):
+    make_nodes(tmp_path / "nodes", "room-1", "room-2")
+    warc = spool_warc()
+    WarcFile.objects.filter(pk=warc.pk).update(machine=settings.MACHINE_NAME, origin=WarcFile.Origin.CRAWLED)
+    assert ingest_advance(warc.pk).ingest_step == IngestStep.CLEANED
+    assert _copied_from(warc) == ["From the spool."] * 2
+
+
+def test_elsewhere_the_second_replica_is_copied_from_the_first(tmp_path):
+    make_nodes(tmp_path / "nodes", "room-1", "room-2")
+    warc = spool_warc()  # imported: no crawl machine's spool
+    assert ingest_advance(warc.pk).ingest_step == IngestStep.CLEANED
+    assert _copied_from(warc) == ["From the spool.", "From node-a."]
+
+
+def test_a_spool_copy_damaged_after_its_checksum_gives_way_to_a_good_replica(tmp_path, settings):
+    from storage.services.replication import file_replicate
+    from tests.storage.storage_files import flip_byte
+
+    make_nodes(tmp_path / "nodes", "room-1", "room-2")
+    warc = spool_warc()
+    WarcFile.objects.filter(pk=warc.pk).update(machine=settings.MACHINE_NAME, origin=WarcFile.Origin.CRAWLED)
+    assert file_replicate(warc.pk, at_most=1) == 1
+    flip_byte(Path(warc.path))
+    assert file_replicate(warc.pk) == 2
+    assert _copied_from(warc) == ["From the spool.", "From node-a."]
