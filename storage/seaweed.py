@@ -7,8 +7,8 @@ imported by the application's web or worker code: a production archive runs its 
 What running it taught us: every HTTP port has a gRPC port at +10000 that must be free too; the filer
 makes a socket ``/tmp/seaweedfs-filer-grpc-<port>.sock``; the S3 port answers before the gateway can
 serve buckets, so readiness is a real bucket operation; the gateway's Iceberg and Lance catalogs
-listen on fixed ports unless turned off (two servers at once fight over them); a clean stop takes
-about 25 s.
+listen on fixed ports unless turned off (two servers at once fight over them); every bucket takes
+about 7 volumes, so ``-volume.max`` must leave room for many; a clean stop takes about 25 s.
 """
 
 from __future__ import annotations
@@ -143,7 +143,10 @@ def weed_command(binary: str, directory: Path, ports: list[int], identities: Pat
         f"-dir={directory / 'data'}",
         f"-master.port={master}",
         f"-volume.port={volume}",
-        "-volume.max=100",
+        # Every bucket takes about 7 volumes: room for many buckets (a test session makes dozens), each
+        # volume smaller than the default 30 GB so that they stay sparse files of a modest size.
+        "-volume.max=3000",
+        "-master.volumeSizeLimitMB=1024",
         "-filer",
         f"-filer.port={filer}",
         "-s3",
