@@ -27,7 +27,7 @@ from harvest import hooks
 from harvest.choices import DedupPolicy
 from harvest.crawler import defaults, warc
 from harvest.crawler.browser import BEHAVIOURS, BrowserPool
-from harvest.crawler.crawllog import CrawlLog
+from harvest.crawler.crawllog import CrawlLog, abandoned
 from harvest.crawler.dedup import MemoryDedupIndex
 from harvest.crawler.engine import CrawlEngine
 from harvest.crawler.fetch import Fetcher
@@ -151,13 +151,12 @@ class _JobFiles:
 
 
 def crawl_log_file(job_id: int) -> Path:
-    """A new file for this process's part of a job's crawl log (named after the machine and process, so
-    that a file left by a killed process is known for one: :func:`recover_crawl_logs`)."""
+    """A new file for this process's part of a job's crawl log, named after the machine and process (its
+    lock tells a file left by a killed process: :func:`recover_crawl_logs`)."""
     return crawl_log_dir(job_id) / f"crawl-{settings.MACHINE_NAME}-{os.getpid()}-{next(_log_serial)}.log"
 
 
 _log_serial = itertools.count()
-_LOG_FILE = re.compile(r"crawl-(?P<machine>[A-Za-z0-9]+)-(?P<pid>[0-9]+)-[0-9]+\.log")
 
 
 def store_crawl_log(
@@ -188,31 +187,22 @@ def store_crawl_log(
 
 
 def recover_crawl_logs() -> int:
-    """Store the crawl logs left on this machine by crawl processes that died (a killed worker's):
-    what they wrote before dying is kept with the job's files. Returns how many."""
+    """Store the crawl logs left on this machine by crawl processes that died (a killed worker's): what
+    they wrote before dying is kept with the job's files. A file still locked is being written. Returns
+    how many."""
     stored = 0
-    for path in Path(settings.HARVEST_SPOOL_DIR).glob("jobs/*/crawl-*.log"):
-        name = _LOG_FILE.fullmatch(path.name)
-        if name is None or name["machine"] != settings.MACHINE_NAME or _alive(int(name["pid"])):
+    for path in Path(settings.HARVEST_SPOOL_DIR).glob(f"jobs/*/crawl-{settings.MACHINE_NAME}-*.log"):
+        fd = abandoned(path)
+        if fd is None:
             continue
-        job = Job.objects.filter(pk=int(path.parent.name)).select_related("harvest_definition").first()
-        if job is None:
-            continue
-        store_crawl_log(job.pk, job_description(job), path)
-        stored += 1
+        try:
+            job = Job.objects.filter(pk=int(path.parent.name)).select_related("harvest_definition").first()
+            if job is not None:
+                store_crawl_log(job.pk, job_description(job), path)
+                stored += 1
+        finally:
+            os.close(fd)
     return stored
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def register_files(infos, *, job_id: int | None) -> None:

@@ -27,6 +27,7 @@ the rest of the job, from any machine.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -122,13 +123,40 @@ def log_line(
     return " ".join(field.replace(" ", "%20") for field in fields)
 
 
+def _open_locked(path: Path) -> int:
+    """The file opened for appending, with a lock that says a writer is alive (released when it closes
+    it or dies: :func:`abandoned`)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def abandoned(path: str | Path) -> int | None:
+    """A descriptor of a crawl log file holding its lock, when no writer has it open any more (closed, or
+    its process died); None while one writes it. Close it once done with the file."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
 class CrawlLog:
-    """Appends lines to one crawl log file, safely from several threads and processes."""
+    """Appends lines to one crawl log file, safely from several threads."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = _open_locked(self.path)
         self._lock = threading.Lock()
 
     def write(self, line: str) -> None:
@@ -143,8 +171,7 @@ class CrawlLog:
         fd = -1
         if path is not None:
             path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = _open_locked(path)
         with self._lock:
             old, old_fd = self.path, self._fd
             self._fd = fd

@@ -108,29 +108,39 @@ def test_the_log_is_read_through_storage_once_the_spool_copies_are_gone(site, tm
     assert list(crawl_log_lines(job.pk)) == before
 
 
-def test_a_killed_process_s_log_is_stored_by_the_next_one_and_a_living_one_s_is_left(site, settings):
+def test_a_killed_process_s_log_is_stored_by_the_next_one_and_a_living_one_s_is_left(
+    site, settings, tmp_path
+):
     job = job_for_sites([("127.0.0.1", site.url("/site/"))])
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
-    )
-    dead_pid = int(dead.stdout)
     folder = crawl_log_dir(job.pk)
-    killed = folder / f"crawl-{settings.MACHINE_NAME}-{dead_pid}-0.log"
-    living = crawl_log_file(job.pk)  # this process's: it is still writing
-    elsewhere = folder / f"crawl-othermachine-{dead_pid}-0.log"  # a shared spool: not this machine's to judge
-    for path, url in (
-        (killed, "http://127.0.0.1/killed"),
-        (living, "http://127.0.0.1/living"),
-        (elsewhere, "http://127.0.0.1/elsewhere"),
-    ):
-        with CrawlLog(path) as log:
-            log.write(_line(url, "127.0.0.1"))
-    assert recover_crawl_logs() == 1
-    assert not killed.exists() and living.exists() and elsewhere.exists()
-    assert len(_log_files(job)) == 1
-    urls = [line.split(" ")[3] for line in crawl_log_lines(job.pk)]
-    assert urls[0] == "http://127.0.0.1/killed"  # stored first, then what is being written here
-    assert "http://127.0.0.1/living" in urls
+    killed = folder / f"crawl-{settings.MACHINE_NAME}-4242-0.log"
+    # A crawl process that wrote a line and was killed (SIGKILL: no clean-up; its lock goes with it).
+    script = (
+        "import os, sys\n"
+        "from harvest.crawler.crawllog import CrawlLog\n"
+        "log = CrawlLog(sys.argv[1])\n"
+        "log.write(sys.argv[2])\n"
+        "os.kill(os.getpid(), 9)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(killed), _line("http://127.0.0.1/killed", "127.0.0.1")])
+    assert killed.read_text().startswith("2026-03-01")
+    elsewhere = folder / "crawl-othermachine-4243-0.log"  # a shared spool: not this machine's to judge
+    with CrawlLog(elsewhere) as log:
+        log.write(_line("http://127.0.0.1/elsewhere", "127.0.0.1"))
+    living = CrawlLog(crawl_log_file(job.pk))  # this process's: it is still writing
+    try:
+        living.write(_line("http://127.0.0.1/living", "127.0.0.1"))
+        assert recover_crawl_logs() == 1
+        assert not killed.exists() and living.path.exists() and elsewhere.exists()
+        assert len(_log_files(job)) == 1
+        urls = [line.split(" ")[3] for line in crawl_log_lines(job.pk)]
+        assert urls[0] == "http://127.0.0.1/killed"  # stored first, then what is being written here
+        assert "http://127.0.0.1/living" in urls
+    finally:
+        living.close()
+    # Once its writer has closed it, a part left behind is stored too.
+    assert recover_crawl_logs() == 1 and not living.path.exists()
+    assert len(_log_files(job)) == 2
 
 
 def test_an_unreadable_part_of_the_log_is_said_on_the_job_page(site, as_role):
