@@ -25,7 +25,6 @@ app.autodiscover_tasks()
 site_crawls.install(app)
 
 
-
 @celeryd_after_setup.connect(dispatch_uid="webarchive.spool_queue")
 def consume_spool_queue(sender=None, instance=None, **kwargs) -> None:
     """Every worker also serves its machine's queue (webarchive.tasks.spool_queue): the tasks that read

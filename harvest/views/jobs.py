@@ -25,7 +25,14 @@ from harvest.choices import JobStatus
 from harvest.filtersets import JobFilterSet, SiteCrawlFilterSet
 from harvest.models import ExternalLink, Job
 from harvest.monitoring import explain_job_failure, explain_sites
-from harvest.selectors import crawl_log_lines, crawl_log_sources, job_sites, job_sites_page, job_totals, jobs_with_totals
+from harvest.selectors import (
+    crawl_log_lines,
+    crawl_log_sources,
+    job_sites,
+    job_sites_page,
+    job_totals,
+    jobs_with_totals,
+)
 from harvest.services.crawls import job_stop
 from harvest.services.jobs import JOB_TRANSITIONS, job_resubmit
 from harvest.tables import JobTable
