@@ -7,14 +7,15 @@ promises, so the replication, audit and read services use it unchanged:
   ``<prefix>/<year>/<file name>``, and ``<prefix>/.webarchive-node`` is its marker, naming the node;
 - the endpoint and keys come from a **credentials profile** of ``STORAGE_S3_PROFILES`` (settings,
   from the environment), named by the node (``StorageNode.credentials``): never the database;
-- ``put`` uploads to ``<key>.copying`` (one PUT, or a multipart upload of ``PART_SIZE`` parts for a
-  larger file), each request carrying the SHA-256 of its bytes (``ChecksumSHA256``: SeaweedFS 4.x
-  checks it and refuses a body that does not match with BadDigest), hashes the whole stream on the
-  way, then **reads the temporary object back** and hashes it, as a directory node re-reads its
-  file from disk; only a matching copy is copied server-side to its final key (CopyObject, or a
-  multipart copy above 5 GiB) and the temporary one deleted. A copy that dies leaves at most a
-  ``.copying`` object or an unfinished multipart upload: :meth:`S3Backend.leftovers` lists both,
-  and the next copy of the same key aborts the unfinished upload first;
+- ``put`` uploads to ``<key>.copying`` (one PUT, or for a larger file a multipart upload of
+  ``PART_SIZE`` parts, sent ``UPLOAD_THREADS`` at a time), each request carrying the SHA-256 of its
+  bytes (``ChecksumSHA256``: SeaweedFS 4.x checks it and refuses a body that does not match with
+  BadDigest), hashes the whole stream on the way, then **reads the temporary object back** and
+  hashes it, as a directory node re-reads its file from disk; only a matching copy is copied
+  server-side to its final key (CopyObject, or a multipart copy above 5 GiB) and the temporary one
+  deleted. A copy that dies leaves at most a ``.copying`` object or an unfinished multipart upload:
+  :meth:`S3Backend.leftovers` lists both, and the next copy of the same key aborts the unfinished
+  upload first;
 - ``open`` gives a seekable stream of ranged GETs (:class:`RangedObject`), buffered by 1 MiB, so a
   record read at an offset (replay, deduplication) fetches only what it reads;
 - an object store has no disk size: capacity is the node's quota if it has one, otherwise unknown
@@ -39,14 +40,16 @@ import io
 import logging
 import os
 import re
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import BinaryIO
 
 from storage.backends import CHUNK, MARKER, TEMP_SUFFIX, ChecksumMismatch, NodeUnavailable, Usage, file_sha256
 
 logger = logging.getLogger(__name__)
 
-# Multipart parts: 10,000 of them is 320 GiB, far above any WARC file; at least 5 MiB (S3's rule).
-PART_SIZE = 32 * 1024 * 1024
+# Multipart parts: 10,000 of them is 160 GiB, far above any WARC file; at least 5 MiB (S3's rule).
+PART_SIZE = 16 * 1024 * 1024
+UPLOAD_THREADS = 4  # parts sent at once by one copy (boto3's managed transfers send 10)
 COPY_LIMIT = 5 * 1024**3  # above this, CopyObject is refused: the copy is made in parts
 READ_BUFFER = 1024 * 1024
 USAGE_LISTING_LIMIT = 100_000  # objects counted by usage(); beyond, the sum is a lower bound
@@ -276,9 +279,11 @@ class S3Backend:
         return size
 
     def _upload(self, source: BinaryIO, key: str) -> tuple[str, int]:
-        """Send the stream to ``key`` (one PUT, or a multipart upload, in this thread: the copy's
-        heartbeat reads the source), each request with its SHA-256 for the store to check; returns the
-        SHA-256 (hex) and size of what was read."""
+        """Send the stream to ``key`` (one PUT, or a multipart upload), each request with its SHA-256 for
+        the store to check; returns the SHA-256 (hex) and size of what was read.
+
+        The stream is read in this thread (the copy's heartbeat reads it) and the parts are sent by
+        UPLOAD_THREADS threads, at most that many held in memory at once."""
         digest = hashlib.sha256()
         size = 0
         part = _read_part(source, PART_SIZE)
@@ -288,24 +293,43 @@ class S3Backend:
             self._request("put_object", Key=key, Body=part, ChecksumSHA256=_b64_sha256(part))
             return digest.hexdigest(), size
         upload_id = self._request("create_multipart_upload", Key=key, ChecksumAlgorithm="SHA256")["UploadId"]
-        parts = []
+        parts: dict[int, dict] = {}
+        sending: dict[Future, tuple[int, str]] = {}
+
+        def sent(done) -> None:
+            for future in done:
+                number, checksum = sending.pop(future)
+                etag = future.result()["ETag"]  # a failed part raises here
+                parts[number] = {"PartNumber": number, "ETag": etag, "ChecksumSHA256": checksum}
+
         try:
-            while part:
-                number, checksum = len(parts) + 1, _b64_sha256(part)
-                response = self._request(
-                    "upload_part",
-                    Key=key,
-                    UploadId=upload_id,
-                    PartNumber=number,
-                    Body=part,
-                    ChecksumSHA256=checksum,
-                )
-                parts.append({"PartNumber": number, "ETag": response["ETag"], "ChecksumSHA256": checksum})
-                part = _read_part(source, PART_SIZE)
-                digest.update(part)
-                size += len(part)
+            with ThreadPoolExecutor(max_workers=UPLOAD_THREADS, thread_name_prefix="s3-upload") as pool:
+                number = 0
+                while part:
+                    number += 1
+                    checksum = _b64_sha256(part)
+                    future = pool.submit(
+                        self._request,
+                        "upload_part",
+                        Key=key,
+                        UploadId=upload_id,
+                        PartNumber=number,
+                        Body=part,
+                        ChecksumSHA256=checksum,
+                    )
+                    sending[future] = (number, checksum)
+                    del part  # held by its request only, until sent
+                    if len(sending) >= UPLOAD_THREADS:
+                        sent(wait(sending, return_when=FIRST_COMPLETED).done)
+                    part = _read_part(source, PART_SIZE)
+                    digest.update(part)
+                    size += len(part)
+                sent(wait(sending).done)
             self._request(
-                "complete_multipart_upload", Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}
+                "complete_multipart_upload",
+                Key=key,
+                UploadId=upload_id,
+                MultipartUpload={"Parts": [parts[number] for number in sorted(parts)]},
             )
         except BaseException:
             self._quietly("abort_multipart_upload", Key=key, UploadId=upload_id)

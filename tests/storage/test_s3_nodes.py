@@ -133,10 +133,12 @@ def test_an_unknown_profile_is_an_unreachable_node_not_an_error(s3, settings):
 
 
 def test_a_large_file_goes_up_in_verified_parts_and_reads_back_at_any_offset(s3, tmp_path, monkeypatch):
-    # Parts of 5 MiB, the least S3 (and SeaweedFS: EntityTooSmall) takes but for the last one.
+    # Parts of 5 MiB, the least S3 (and SeaweedFS: EntityTooSmall) takes but for the last one: six
+    # of them, more than are sent at once, so that some wait for a thread and finish out of order.
     monkeypatch.setattr(backends_s3, "PART_SIZE", 5 * 1024 * 1024)
+    assert backends_s3.UPLOAD_THREADS < 6
     (node,) = make_nodes(tmp_path, "room-1", backend=backends_s3_nodes(s3))
-    warc = spool_warc(body_bytes=11 * 1024 * 1024 + 12345)
+    warc = spool_warc(body_bytes=26 * 1024 * 1024 + 12345)
     warc.replicas_wanted = 1
     warc.save()
     assert file_replicate(warc.pk) == 1
