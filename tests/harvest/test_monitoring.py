@@ -33,6 +33,7 @@ from tests.crawl_worker import BROKER_URL, _reset_pools, wait_for
 from tests.harvest.crawljobs import job_for_sites
 from tests.harvest.sitecrawls import end
 from webarchive.permissions import Role
+from webarchive.tasks import spool_queue
 
 
 @pytest.fixture(autouse=True)
@@ -498,7 +499,8 @@ def test_a_real_worker_is_online_with_its_queues(crawl_worker, client):
     assert worker.name.startswith("test-")
     # The crawl queues are its site-crawl consumer's (harvest.consumer), and its concurrency is the
     # sites that consumer may hold at once (HARVEST_SITES_PER_WORKER), not its 8 task threads.
-    assert set(worker.queues) == {"default", "crawl-high", "crawl-low"}
+    # Beside those it was given, its machine's own queue (the ingest chains of the files it writes).
+    assert set(worker.queues) == {"default", "crawl-high", "crawl-low", spool_queue()}
     assert worker.concurrency == 1000
     queues = monitoring.queue_lengths()
     assert queues.reachable
