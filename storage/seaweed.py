@@ -132,6 +132,16 @@ class WeedServer:
             filer_socket(self.filer_port).unlink(missing_ok=True)
 
 
+def _die_with_parent() -> None:
+    """In weed, before exec: the kernel kills it when the process that started it dies, however it
+    died (a test run killed mid-way, the demo's process manager stopped), so no server is orphaned."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def weed_command(binary: str, directory: Path, ports: list[int], identities: Path) -> list[str]:
     """The command line of a server on 127.0.0.1 only. ``ports``: master, volume, filer, S3."""
     master, volume, filer, s3 = ports
@@ -196,6 +206,7 @@ def start_weed(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
     server = WeedServer(
         process=process,
