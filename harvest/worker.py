@@ -14,7 +14,6 @@ import itertools
 import json
 import logging
 import os
-import re
 import socket
 import threading
 import time
@@ -87,8 +86,9 @@ def browser_pool(size: int | None = None) -> BrowserPool:
 
 
 def worker_host() -> str:
-    """This machine's name as it goes into WARC file names (no dashes or dots to confuse a parser)."""
-    return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname().split(".")[0]) or "worker"
+    """This machine's name as it goes into WARC file names: ``WEBARCHIVE_MACHINE`` (letters and digits,
+    checked when the settings load), the name its files are ingested under."""
+    return settings.MACHINE_NAME
 
 
 def fetcher(digest_algorithm: str = defaults.DIGEST_ALGORITHM) -> Fetcher:

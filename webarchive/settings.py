@@ -80,9 +80,13 @@ HARVEST_WARC_DIR = Path(env("HARVEST_WARC_DIR", default=str(VAR_DIR / "warcs")))
 HARVEST_SPOOL_DIR = Path(env("HARVEST_SPOOL_DIR", default=str(VAR_DIR / "crawl")))
 # This machine's name among the crawl machines (docs/machines.md): the files a crawler writes here
 # are ingested by the workers of this machine (their queue spool.<name>), which alone see its spool.
-MACHINE_NAME = env(
-    "WEBARCHIVE_MACHINE", default=re.sub(r"[^A-Za-z0-9]", "", socket.gethostname().split(".")[0]) or "machine"
-)
+# It goes into WARC file names and crawl log names, where a dash or a dot would confuse a parser.
+_HOST_NAME = re.sub(r"[^A-Za-z0-9]", "", socket.gethostname().split(".")[0])[:63]
+MACHINE_NAME = env("WEBARCHIVE_MACHINE", default=_HOST_NAME or "machine")
+if not re.fullmatch(r"[A-Za-z0-9]{1,63}", MACHINE_NAME):
+    raise ImproperlyConfigured(
+        f"WEBARCHIVE_MACHINE must be 1 to 63 letters and digits (it goes into file names): {MACHINE_NAME!r}"
+    )
 # Post-crawl deduplication (docs/dedup.md): the directories a run started from the pages may read
 # and write (empty: HARVEST_WARC_DIR only), and the time limit of one stage unit (seconds).
 DEDUP_ALLOWED_ROOTS = [Path(path) for path in env.list("DEDUP_ALLOWED_ROOTS", default=[])]

@@ -4,6 +4,7 @@ that crawl serving that machine's queue."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -192,7 +193,24 @@ def test_files_written_here_name_this_machine(site, settings):
     settings.MACHINE_NAME = "crawler7"
     job = job_for_sites([("127.0.0.1", site.url("/site/"))])
     run_site_crawl(job.configurations.get().pk)
-    assert set(WarcFile.objects.filter(job=job).values_list("machine", flat=True)) == {"crawler7"}
+    files = WarcFile.objects.filter(job=job)
+    assert set(files.values_list("machine", flat=True)) == {"crawler7"}
+    # The file names carry the same name (what an operator greps for on the storage nodes).
+    names = list(files.values_list("name", flat=True))
+    assert all(name.endswith("-crawler7.warc.gz") for name in names), names
+
+
+@pytest.mark.parametrize("name", ["crawl-2", "crawl.bnf.fr", "", "a" * 64])
+def test_a_machine_name_that_would_break_file_names_is_refused_at_start(name):
+    result = subprocess.run(  # settings are read once per process: a fresh one reads this one
+        [sys.executable, "-c", "import django; django.setup()"],
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "webarchive.settings", "WEBARCHIVE_MACHINE": name},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "WEBARCHIVE_MACHINE" in result.stderr and "letters and digits" in result.stderr
 
 
 # Every worker serves its machine's queue ------------------------------------------------------------------
