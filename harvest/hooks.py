@@ -59,6 +59,13 @@ worker_queues = Hook(
     "monitoring page beside the crawl queues (storage: the queues of nodes with a local worker).",
 )
 
+spool_queues = Hook(
+    "harvest.spool_queues",
+    doc="() → [(queue, machine name)]: the spool queues of crawl machines whose files wait in the ingest "
+    "chain, shown on the monitoring page (storage: this machine's, and every machine with a file not "
+    "ingested yet; a queue nobody consumes means a crawl machine's files wait).",
+)
+
 monitoring_panels = Hook(
     "harvest.monitoring_panels",
     doc="() → a panel of the monitoring page below the failures: a dict with 'template' and 'context' "

@@ -8,12 +8,14 @@ from __future__ import annotations
 import logging
 from functools import partial
 
+from django.conf import settings
+
 from harvest import hooks as harvest_hooks
 from harvest.choices import DedupPolicy
 from harvest.models import Job
 from harvest.selectors import crawl_log_uri
 from selection import hooks as selection_hooks
-from storage.models import Capture, HarvestNote, StorageNode
+from storage.models import Capture, HarvestNote, IngestStep, StorageNode, WarcFile
 from storage.selectors import record_payload_stream
 from storage.selectors_quality import record_harvests
 from storage.selectors_storage import alerts
@@ -22,6 +24,7 @@ from storage.services.indexing import CaptureRecorder, IndexConflict, warc_file_
 from storage.services.ingest import send_ingest
 from storage.warcindex import WarcReadError, url_key
 from webarchive.permissions import VIEW, Area, can, can_enter, restrict
+from webarchive.tasks import spool_queue
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +98,19 @@ def node_queues() -> list[tuple[str, str]]:
     return [(node.queue, node.name) for node in nodes.order_by("name")]
 
 
+def spool_queues() -> list[tuple[str, str]]:
+    """This machine's spool queue, and those of the crawl machines with a file the ingest chain has not
+    finished (their worker must be up for it to go on)."""
+    waiting = (
+        WarcFile.objects.exclude(machine="")
+        .exclude(ingest_step=IngestStep.CLEANED)
+        .values_list("machine", flat=True)
+        .distinct()
+    )
+    machines = {settings.MACHINE_NAME, *waiting}
+    return [(spool_queue(machine), machine) for machine in sorted(machines)]
+
+
 def monitoring_panel() -> dict:
     """The storage alerts on the monitoring page, counted as the alerts page counts them."""
     return {"template": "storage/monitoring_storage.html", "context": {"alerts": alerts()}}
@@ -106,5 +122,6 @@ def connect() -> None:
     harvest_hooks.warc_files_closed.provide(warc_files_closed)
     selection_hooks.record_panels.provide(record_harvests_panel)
     harvest_hooks.worker_queues.provide(node_queues)
+    harvest_hooks.spool_queues.provide(spool_queues)
     harvest_hooks.crawl_log_segments.provide(crawl_log_segments)
     harvest_hooks.monitoring_panels.provide(monitoring_panel)

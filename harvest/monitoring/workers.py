@@ -110,6 +110,7 @@ class QueueLength:
     waiting: int | None  # None: not known (the queue does not exist on the broker yet)
     channels: list[str] = field(default_factory=list)  # harvest channels sending to it
     storage_nodes: list[str] = field(default_factory=list)
+    machines: list[str] = field(default_factory=list)  # crawl machines whose spool it ingests
     consumers: list[str] = field(default_factory=list)  # workers consuming it (from worker_health)
 
 
@@ -122,13 +123,17 @@ class QueueLengths:
 
 def known_queues() -> list[QueueLength]:
     """The queues tasks are sent to: default, the crawl queues (with their channels) and the queues the
-    apps above name (storage: its nodes with a local worker; harvest.hooks.worker_queues)."""
+    apps above name (storage: its nodes with a local worker, harvest.hooks.worker_queues; the spools of
+    crawl machines with files to ingest, harvest.hooks.spool_queues)."""
     queues = {name: QueueLength(name, None) for name in ["default", *settings.HARVEST_CRAWL_QUEUES]}
     for name, queue in HarvestChannel.objects.order_by("name").values_list("name", "queue"):
         queues.setdefault(queue, QueueLength(queue, None)).channels.append(name)
     for provided in hooks.worker_queues.collect():
         for queue, node in provided:
             queues.setdefault(queue, QueueLength(queue, None)).storage_nodes.append(node)
+    for provided in hooks.spool_queues.collect():
+        for queue, machine in provided:
+            queues.setdefault(queue, QueueLength(queue, None)).machines.append(machine)
     return list(queues.values())
 
 

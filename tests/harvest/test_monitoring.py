@@ -474,6 +474,35 @@ def test_queue_lengths_count_the_tasks_waiting_on_the_demo_broker(tmp_path):
 
 
 @pytest.mark.django_db
+def test_the_spool_queues_of_crawl_machines_with_files_to_ingest_are_listed(settings, as_role):
+    """A crawl machine whose files wait in the ingest chain needs a worker on its queue: listed, with
+    the machine; a machine whose files are all ingested is not; this machine's own always is."""
+    from django.utils import timezone
+
+    from storage.models import IngestStep, WarcFile
+
+    settings.MACHINE_NAME = "web1"
+    for name, machine, step in [
+        ("a.warc.gz", "crawler9", IngestStep.INDEXED),
+        ("b.warc.gz", "crawler8", IngestStep.CLEANED),
+        ("c.warc.gz", "", IngestStep.REGISTERED),  # imported: any worker ingests it
+    ]:
+        WarcFile.objects.create(
+            name=name, path=f"/spool/{name}", machine=machine, ingest_step=step, created_at=timezone.now()
+        )
+    queues = {queue.name: queue for queue in monitoring.known_queues()}
+    assert queues["spool.crawler9"].machines == ["crawler9"]
+    assert queues["spool.web1"].machines == ["web1"]
+    assert "spool.crawler8" not in queues
+    lengths = {queue.name: queue for queue in monitoring.queue_lengths().queues}
+    assert lengths["spool.crawler9"].machines == ["crawler9"]
+    broker_snapshot_take()
+    html = as_role(Role.ENGINEER).get(URL).content.decode()
+    row = re.search(r'<tr data-queue="spool.crawler9">(.*?)</tr>', html, re.S).group(1)
+    assert "spool of the crawl machine: crawler9" in row
+
+
+@pytest.mark.django_db
 def test_the_job_page_explains_a_failed_job_and_its_sites(as_role):
     job, _entry = crawl(f"http://127.0.0.1:{closed_port()}/")
     Job.objects.filter(pk=job.pk).update(
