@@ -279,6 +279,7 @@ class SiteCrawls:
 
         from harvest.crawler.outcomes import OPERATOR
         from harvest.services.crawls import jobs_stopping, site_crawls_progress
+        from harvest.steering import steer_sites
 
         with self._lock:
             sites = [site for _delivery, site in self.running.values()]
@@ -304,6 +305,7 @@ class SiteCrawls:
         for site in sites:
             if site.job_id in stopping:
                 site.handle.stop(OPERATOR)
+        steer_sites(sites)  # pauses, resumes, rules and budgets changed meanwhile
         for files in {id(site.files): site.files for site in sites}.values():
             files.register_closed()
 

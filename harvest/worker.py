@@ -42,6 +42,7 @@ from harvest.selectors import (
     job_seeds_text,
 )
 from harvest.services.crawls import site_crawl_begin, site_crawl_end, site_crawl_progress
+from harvest.steering import steer_sites
 from harvest.validators import trap_list
 from webarchive import netguard
 from webarchive.addresses import address_policy
@@ -370,6 +371,7 @@ class RunningSite:
     dedup: object | None  # a dedup index whose database questions some thread must answer
     reported: tuple = ()  # the numbers of its last progress written (by a crawl worker's consumer)
     reported_at: float = 0.0  # when (time.monotonic())
+    rules_serial: int = 0  # the job's rules_serial its crawl has the rules of (harvest.steering)
 
 
 def site_crawl_start(
@@ -407,11 +409,12 @@ def site_crawl_start(
             dedup=dedup,
             browsers=browsers() if site.render != RENDER_OFF else None,
         )
-        handle = engine().submit(crawl)
+        # Paused (the job or the site): it starts paused, after a worker's restart too (harvest.steering).
+        handle = engine().submit(crawl, paused=entry.paused_at is not None or job.paused_at is not None)
     except BaseException:
         _release(files)
         raise
-    return RunningSite(entry_id, job.pk, crawl, handle, files, dedup)
+    return RunningSite(entry_id, job.pk, crawl, handle, files, dedup, rules_serial=job.rules_serial)
 
 
 def release_site(site: RunningSite) -> None:
@@ -447,6 +450,7 @@ def run_site_crawl(entry_id: int, *, redelivered: bool = False) -> str:
             handle.stop_if_overdue()
             if site_crawl_progress(entry_id=entry_id, job_id=site.job_id, progress=crawl.progress()):
                 handle.stop(OPERATOR)
+            steer_sites([site])
             site.files.register_closed()
     except BaseException:
         _release(site.files)

@@ -22,7 +22,7 @@ from harvest.models import (
     JobConfiguration,
 )
 from harvest.selectors import job_sites, job_totals
-from harvest.services import crawls, jobs
+from harvest.services import crawls, jobs, steering
 from harvest.validators import trap_list
 from webarchive.api.fields import CharField, DateTimeField, ModelSerializer
 from webarchive.api.filters import refuse_unknown_parameters
@@ -77,6 +77,7 @@ class JobDetailSerializer(JobSerializer):
             *JobSerializer.Meta.fields,
             "dispatched_at",
             "stop_requested_at",
+            "paused_at",
             "template_settings",
             "crawler_traps",
             "configurations_url",
@@ -204,8 +205,27 @@ class SiteProgressSerializer(ModelSerializer):
             "current_url",
             "stop_reason",
             "error",
+            "paused_at",
+            "max_objects",
+            "max_bytes",
+            "biggest_queues",
         ]
         read_only_fields = fields
+
+
+class RuleAddSerializer(serializers.Serializer):
+    """A reject rule or a crawler trap added to a running job."""
+
+    kind = serializers.ChoiceField(choices=[("reject", _("Reject rule")), ("trap", _("Crawler trap"))])
+    rule = serializers.CharField(max_length=1000, trim_whitespace=True)
+
+
+class SiteSteerSerializer(serializers.Serializer):
+    """One site of a job, by domain name; a budget when it is changed (-1: no limit)."""
+
+    domain = serializers.CharField(max_length=255)
+    max_objects = serializers.IntegerField(min_value=-1, required=False)
+    max_bytes = serializers.IntegerField(min_value=-1, required=False)
 
 
 # Viewsets --------------------------------------------------------------------------------------
@@ -216,7 +236,11 @@ class JobViewSet(ReadOnlyViewSet):
 
     # Curators read jobs (quality, planning); engineers also stop and resubmit them.
     area = Area.PLANNING
-    action_permissions = {"resubmit": (CHANGE, None), "stop": (CHANGE, None)}
+    action_permissions = {
+        "resubmit": (CHANGE, None),
+        "stop": (CHANGE, None),
+        **dict.fromkeys(("pause", "resume", "rules", "site_pause", "site_resume", "budget"), (CHANGE, None)),
+    }
     queryset = Job.objects.all()
     filterset_class = JobFilterSet
 
@@ -292,6 +316,83 @@ class JobViewSet(ReadOnlyViewSet):
     def stop(self, request, pk=None):
         """Stop a submitted or running job: its queued sites end at once, its running sites within seconds."""
         return self._detail(crawls.job_stop(job=self.get_object(), user=request.user))
+
+    @extend_schema(request=None, responses=JobDetailSerializer)
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def pause(self, request, pk=None):
+        """Pause a running job: its sites take no more steps (their queues and politeness kept)."""
+        return self._detail(steering.job_pause(job=self.get_object(), user=request.user))
+
+    @extend_schema(request=None, responses=JobDetailSerializer)
+    @action(detail=True, methods=["post"], filterset_class=None)
+    def resume(self, request, pk=None):
+        """Resume a paused job."""
+        return self._detail(steering.job_resume(job=self.get_object(), user=request.user))
+
+    @extend_schema(request=RuleAddSerializer, responses=JobDetailSerializer)
+    @action(detail=True, methods=["post"], filterset_class=None, serializer_class=RuleAddSerializer)
+    def rules(self, request, pk=None):
+        """Add a reject rule or a crawler trap to a running job (to what is queued and to new links)."""
+        given = RuleAddSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        job = self.get_object()
+        return self._detail(steering.job_rule_add(job=job, user=request.user, **given.validated_data))
+
+    def _site(self, request):
+        given = SiteSteerSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        job = self.get_object()
+        name = given.validated_data["domain"].strip().lower()
+        entry = job.configurations.select_related("domain").filter(domain__name=name).first()
+        if entry is None:
+            raise ValidationError({"domain": [_("The job has no such site.")]})
+        entry.job = job
+        return entry, given.validated_data
+
+    @extend_schema(request=SiteSteerSerializer, responses=SiteProgressSerializer)
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="sites/pause",
+        filterset_class=None,
+        serializer_class=SiteSteerSerializer,
+    )
+    def site_pause(self, request, pk=None):
+        """Pause one site of a job (``domain``)."""
+        entry, _given = self._site(request)
+        return Response(SiteProgressSerializer(steering.site_pause(entry=entry, user=request.user)).data)
+
+    @extend_schema(request=SiteSteerSerializer, responses=SiteProgressSerializer)
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="sites/resume",
+        filterset_class=None,
+        serializer_class=SiteSteerSerializer,
+    )
+    def site_resume(self, request, pk=None):
+        """Resume one paused site of a job (``domain``)."""
+        entry, _given = self._site(request)
+        return Response(SiteProgressSerializer(steering.site_resume(entry=entry, user=request.user)).data)
+
+    @extend_schema(request=SiteSteerSerializer, responses=SiteProgressSerializer)
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path="sites/budget",
+        filterset_class=None,
+        serializer_class=SiteSteerSerializer,
+    )
+    def budget(self, request, pk=None):
+        """Change the budget of one site of a running job (``domain``, ``max_objects``, ``max_bytes``)."""
+        entry, given = self._site(request)
+        entry = steering.site_budget_change(
+            entry=entry,
+            max_objects=given.get("max_objects", entry.max_objects),
+            max_bytes=given.get("max_bytes", entry.max_bytes),
+            user=request.user,
+        )
+        return Response(SiteProgressSerializer(entry).data)
 
     @extend_schema(request=None, responses={201: JobDetailSerializer})
     @action(detail=True, methods=["post"], filterset_class=None)

@@ -81,6 +81,7 @@ class SiteHandle:
         self.running = False  # a fetch thread is in its step: never two at once
         self.woken = False  # woken during its step: due again at once after it
         self.stopping = False  # a stop was asked: it ends at its next step, whatever its address
+        self.paused = False  # paused by an engineer: out of the heap (costing memory only) until resumed
         self.address: str | None = _UNRESOLVED  # the IP address its politeness is counted on
         self.resolved_at = 0.0
         self._done = threading.Event()
@@ -99,6 +100,24 @@ class SiteHandle:
         self.crawl.request_stop(reason)
         self.stopping = True
         self.engine._wake(self)
+
+    def pause(self) -> None:
+        """Take no more steps until :meth:`resume` (a fetch under way ends first); its frontier,
+        counters and politeness are kept. A stop still ends it at once."""
+        self.paused = True
+
+    def resume(self) -> None:
+        """Step again, at once (its politeness delay was served while it was paused)."""
+        if self.paused:
+            self.paused = False
+            self.engine._wake(self)
+
+    def steer(self) -> None:
+        """Apply the crawl's new rules now if no thread is in its step (a paused site shows their
+        effect at once); otherwise its step applies them."""
+        with self.engine._ready:
+            if not self.running and not self.done:
+                self.crawl.apply_steering()
 
     def stop_if_overdue(self) -> None:
         """Stop the crawl once its time limit has passed (a fetch under way cut, headers included)."""
@@ -154,9 +173,10 @@ class CrawlEngine:
         self._closing = False
         self.active = 0  # site crawls submitted and not ended
 
-    def submit(self, crawl: SiteCrawl) -> SiteHandle:
-        """Start crawling a site; returns at once."""
+    def submit(self, crawl: SiteCrawl, *, paused: bool = False) -> SiteHandle:
+        """Start crawling a site (``paused``: not before it is resumed); returns at once."""
         handle = SiteHandle(self, crawl)
+        handle.paused = paused
         with self._ready:
             if self._closing:
                 raise RuntimeError("the crawl engine is shutting down")
@@ -245,6 +265,8 @@ class CrawlEngine:
                     if wait <= 0:
                         heapq.heappop(self._heap)
                         handle = due.handle
+                        if handle.paused and not handle.stopping:
+                            continue  # out of the heap: resume() puts it back
                         if self._address_busy(handle, now):
                             continue
                         handle.turn += 1  # any other entry of this site is now stale

@@ -15,10 +15,16 @@ Seen URLs are kept as 64-bit fingerprints in a set, not as strings: about
 
 from __future__ import annotations
 
-from collections import deque
+import heapq
+from collections import Counter, deque
+from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from harvest.crawler.urls import fingerprint, is_dynamic
+
+BIGGEST_QUEUES = 10  # hosts and path prefixes reported by biggest_queues()
+PREFIX_SEGMENTS = 2  # directories of the longest path prefix counted ("host/site/calendar/")
 
 
 @dataclass(slots=True)
@@ -45,6 +51,10 @@ class Frontier:
         self._dynamic: deque[Candidate] = deque()
         self._seen: set[int] = set()
         self._dynamic_turn = False
+        # What is queued, per host and per path prefix (host and first one or two directories): kept
+        # as URLs come and go, so the biggest queues of a site are read without walking its frontier.
+        self.hosts: Counter[str] = Counter()
+        self.prefixes: Counter[str] = Counter()
 
     def __len__(self) -> int:
         return len(self._components) + len(self._static) + len(self._dynamic)
@@ -69,6 +79,7 @@ class Frontier:
         if not self.mark_seen(candidate.url):
             return False
         self._components.append(candidate)
+        self._counted(candidate.url, 1)
         return True
 
     def add_page(self, candidate: Candidate) -> bool:
@@ -76,10 +87,17 @@ class Frontier:
         if not self.mark_seen(candidate.url):
             return False
         (self._dynamic if is_dynamic(candidate.url) else self._static).append(candidate)
+        self._counted(candidate.url, 1)
         return True
 
     def pop(self) -> Candidate | None:
         """The next URL to fetch, or None when the frontier is empty."""
+        candidate = self._pop()
+        if candidate is not None:
+            self._counted(candidate.url, -1)
+        return candidate
+
+    def _pop(self) -> Candidate | None:
         if self._components:
             return self._components.popleft()
         if self._static and self._dynamic:
@@ -91,8 +109,57 @@ class Frontier:
             return self._dynamic.popleft()
         return None
 
+    def drop(self, unwanted: Callable[[str], bool]) -> int:
+        """Remove the queued URLs ``unwanted(url)`` is true of (a rule added while the crawl runs);
+        they stay seen, so they are not queued again. Returns how many."""
+        dropped = 0
+        for queue in (self._components, self._static, self._dynamic):
+            kept = deque()
+            for candidate in queue:
+                if unwanted(candidate.url):
+                    self._counted(candidate.url, -1)
+                    dropped += 1
+                else:
+                    kept.append(candidate)
+            queue.clear()
+            queue.extend(kept)
+        return dropped
+
+    def biggest_queues(self, top: int = BIGGEST_QUEUES) -> dict[str, list[list]]:
+        """The hosts and path prefixes with the most queued URLs, ``top`` of each, biggest first."""
+        return {
+            "hosts": [[key, count] for key, count in heapq.nlargest(top, self.hosts.items(), key=_count)],
+            "paths": [[key, count] for key, count in heapq.nlargest(top, self.prefixes.items(), key=_count)],
+        }
+
+    def _counted(self, url: str, change: int) -> None:
+        host, prefixes = _queue_keys(url)
+        for counter, key in ((self.hosts, host), *((self.prefixes, prefix) for prefix in prefixes)):
+            count = counter[key] + change
+            if count > 0:
+                counter[key] = count
+            else:
+                del counter[key]
+
     def clear(self) -> None:
         """Drop everything still queued (the crawl is stopping); what was seen stays seen."""
         self._components.clear()
         self._static.clear()
         self._dynamic.clear()
+        self.hosts.clear()
+        self.prefixes.clear()
+
+
+def _count(item: tuple[str, int]) -> int:
+    return item[1]
+
+
+def _queue_keys(url: str) -> tuple[str, list[str]]:
+    """A queued URL's host, and its path prefixes: its host with its first directory, and with its
+    first two (``host/site/``, ``host/site/calendar/``), or its host alone for a file at its root."""
+    parts = urlsplit(url)
+    host = parts.netloc
+    directories = parts.path.lstrip("/").split("/")[:-1][:PREFIX_SEGMENTS]
+    if not directories:
+        return host, [f"{host}/"]
+    return host, ["/".join([host, *directories[:depth], ""]) for depth in range(1, len(directories) + 1)]

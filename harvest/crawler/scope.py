@@ -156,6 +156,11 @@ class Scope:
                 logger.warning("%s rule %r skipped: RE2 cannot run it (%s)", kind, rule, reason)
         return compiled
 
+    def add_rules(self, *, reject: Iterable[str] = (), traps: Iterable[str] = ()) -> None:
+        """More reject and trap rules, from now on (an engineer steering the running crawl)."""
+        self._reject = [*self._reject, *self._compile(reject, "reject")]
+        self._traps = [*self._traps, *self._compile(traps, "trap")]
+
     def add_seed(self, url: str) -> None:
         """Make ``url`` a seed (e.g. the target of a seed's redirect): always in scope, and a scope root."""
         canonical = canonicalize(url)

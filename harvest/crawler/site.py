@@ -77,6 +77,7 @@ EXTRACTED_TYPES = (
 NAVIGATION_HOPS = frozenset("LM")
 REQUISITE_CHAIN = 5  # components of components outside the scope, at most this deep (CSS imports…)
 RENDER_WAIT = 0.2  # seconds before a site whose page waits for a browser asks again
+QUEUES_EVERY = 2.0  # seconds between two readings of a site's biggest queues
 EXTERNAL_LINKS_KEPT = 10_000  # distinct external URLs counted per site; beyond, only the total
 # Why a fetch was cut short by the crawl rather than by the server or the fetch caps (Exchange.truncated).
 STOPPED = "stopped"
@@ -145,6 +146,8 @@ class SiteProgress:
     error: str
     duplicates: int = 0  # revisits written instead of responses
     duplicate_bytes: int = 0  # payload bytes they did not store again
+    # The hosts and path prefixes with the most URLs queued (Frontier.biggest_queues), a few seconds old.
+    biggest_queues: dict = field(default_factory=dict)
 
 
 class SiteCrawl:
@@ -233,6 +236,11 @@ class SiteCrawl:
         self._stop_requested = ""
         self._samples: deque[tuple[float, int]] = deque(maxlen=64)
         self._lock = threading.Lock()  # progress() is read from another thread
+        # Steering (rules added while it runs): kept here by the watcher, applied by the fetch thread.
+        self._new_rules: list[tuple[list[str], list[str]]] = []
+        self.steered_out = 0  # queued URLs dropped by rules added while it ran
+        self._queues: dict = {}
+        self._queues_at = 0.0
         for url in settings.seeds:
             self.add_seed(url)
         if not len(self.frontier):
@@ -261,6 +269,7 @@ class SiteCrawl:
     def step(self) -> float | None:
         """Fetch one URL. Returns the delay (s) before the next step, or None when the crawl has ended."""
         self._writes.check()  # a record handed earlier could not be written: the crawl fails (fail())
+        self.apply_steering()
         reason = self._stop_reason()
         if reason:
             self._finish(reason)
@@ -305,6 +314,7 @@ class SiteCrawl:
                 exchange.close()
             if stored is not None:
                 stored.close()
+        self._snapshot_queues()
         return self._delay(candidate.url, busy)
 
     def _render(self, candidate: Candidate, exchange: Exchange) -> float:
@@ -322,6 +332,50 @@ class SiteCrawl:
         candidate, document = self._waiting_render
         self._waiting_render = None
         return self._delay(candidate.url, PageRender(self, candidate, document, reserved=True).run())
+
+    # -- steering (what an engineer changes while the crawl runs) ------------------------------
+
+    def add_rules(self, *, reject: list[str] = (), traps: list[str] = ()) -> None:
+        """Reject and trap rules that apply from the next step on, to new links and to what is queued
+        (called from any thread; the fetch thread applies them, see :meth:`apply_steering`)."""
+        with self._lock:
+            self._new_rules.append((list(reject), list(traps)))
+
+    def apply_steering(self) -> None:
+        """Apply the rules added since the last step: queued URLs they match are dropped (they stay
+        seen, so never queued again). Called by the thread that steps the crawl, or while none does."""
+        with self._lock:
+            pending, self._new_rules = self._new_rules, []
+        if not pending:
+            return
+        for reject, traps in pending:
+            self.scope.add_rules(reject=reject, traps=traps)
+        blocked = self.scope.is_trap_or_rejected
+        dropped = self.frontier.drop(lambda url: blocked(url) is not None)
+        kept = [candidate for candidate in self.waiting if blocked(candidate.url) is None]
+        dropped += len(self.waiting) - len(kept)
+        self.waiting = deque(kept)
+        with self._lock:
+            self.steered_out += dropped
+        self._snapshot_queues(force=True)
+
+    def set_budget(self, *, max_objects: int, max_bytes: int) -> str:
+        """Change the site's budget while it runs; returns the limit it has reached ("" if none)."""
+        self.settings.max_objects = max_objects
+        self.settings.max_bytes = max_bytes
+        if 0 <= max_objects <= self.urls_done:
+            return OBJECT_LIMIT
+        if 0 <= max_bytes <= self.bytes:
+            return BYTE_LIMIT
+        return ""
+
+    def _snapshot_queues(self, *, force: bool = False) -> None:
+        """Read the biggest queues every QUEUES_EVERY seconds at most (in the thread that steps)."""
+        now = time.monotonic()
+        if force or now - self._queues_at >= QUEUES_EVERY:
+            queues = self.frontier.biggest_queues()
+            with self._lock:
+                self._queues, self._queues_at = queues, now
 
     def fail(self, error: BaseException) -> None:
         """End the crawl because something in the crawler itself broke."""
@@ -349,6 +403,7 @@ class SiteCrawl:
                 error=self.error,
                 duplicates=self.duplicates,
                 duplicate_bytes=self.duplicate_bytes,
+                biggest_queues=self._queues if not self.stop_reason else {},
             )
 
     def report(self) -> dict:
@@ -363,6 +418,7 @@ class SiteCrawl:
             "bytes": self.bytes,
             "errors": self.errors,
             "trapped": self.trapped,
+            "steered_out": self.steered_out,
             "queue_full": self.queue_full,
             "links_skipped": self.links_skipped,
             "documents_cut": self.documents_cut,

@@ -93,6 +93,12 @@ class Job(models.Model):
     )
     dispatched_at = models.DateTimeField(_("sent to the crawlers at"), null=True, blank=True)
     stop_requested_at = models.DateTimeField(_("stop requested at"), null=True, blank=True)
+    # Steering (harvest.services.steering): a paused job's sites take no step until it is resumed;
+    # the serial grows with each rule added while it runs, so the crawl workers know to read them.
+    paused_at = models.DateTimeField(_("paused at"), null=True, blank=True)
+    rules_serial = models.PositiveIntegerField(
+        _("rules added while running"), default=0, db_default=0, editable=False
+    )
     resubmitted_as = models.OneToOneField(
         "self",
         on_delete=models.PROTECT,
@@ -133,7 +139,9 @@ class Job(models.Model):
         _("bytes saved by ended sites"), default=0, db_default=0, editable=False
     )
 
-    history = HistoricalRecords(excluded_fields=["template_settings", "crawler_traps", *ENDED_COUNTERS])
+    history = HistoricalRecords(
+        excluded_fields=["template_settings", "crawler_traps", "rules_serial", *ENDED_COUNTERS]
+    )
 
     class Meta:
         verbose_name = _("job")
@@ -200,6 +208,11 @@ class JobConfiguration(models.Model):
     )
     error = models.TextField(_("error"), blank=True, default="", db_default="")
     report = models.JSONField(_("report"), default=dict, blank=True, db_default=Value({}, JSONField()))
+    paused_at = models.DateTimeField(_("paused at"), null=True, blank=True)
+    # Sent with its progress while it runs: the hosts and path prefixes with the most URLs queued.
+    biggest_queues = models.JSONField(
+        _("biggest queues"), default=dict, blank=True, db_default=Value({}, JSONField())
+    )
 
     class Meta:
         verbose_name = _("job configuration")

@@ -17,6 +17,7 @@ crawl it again from the start; a site already ended is not crawled twice.
 from __future__ import annotations
 
 import errno
+import json
 import logging
 from datetime import timedelta
 
@@ -155,6 +156,7 @@ def site_crawls_progress(reports) -> set[int]:
             progress.duplicate_bytes,
             progress.rate,
             progress.current_url[:2000],
+            json.dumps(getattr(progress, "biggest_queues", None) or {}),
             now,
             entry_id,
             running,
@@ -192,6 +194,7 @@ PROGRESS_FIELDS = [
     "duplicate_bytes",
     "rate",
     "current_url",
+    "biggest_queues",
     "progress_at",
 ]
 
@@ -245,6 +248,7 @@ def site_crawl_end(
     entry.rate = progress.rate
     entry.error = progress.error
     entry.report = {**report, "broken": broken}
+    entry.biggest_queues = {}
     _end_entry(job, entry, stop_reason=_stop_reason(job, entry, stop_reason), count=False)
     ExternalLink.objects.bulk_create(  # a site ends once: it has none yet
         [ExternalLink(entry=entry, url=url[:4000], count=count) for url, count in external_links.items()],

@@ -91,9 +91,14 @@ def job_actions(job: Job, allowed: dict[str, bool]) -> dict[str, bool]:
     ``permitted``) and the job's state. A job is stopped while it is submitted or running, once;
     it is resubmitted when its transition table (JOB_TRANSITIONS) allows it."""
     may_change = allowed.get(CHANGE, False)
+    steer = may_change and job.status in ACTIVE and job.stop_requested_at is None
     return {
-        "stop": may_change and job.status in ACTIVE and job.stop_requested_at is None,
+        "stop": steer,
         "resubmit": may_change and JobStatus.RESUBMITTED in JOB_TRANSITIONS[job.status],
+        # Steering (harvest.views.steering): pause or resume it, its sites, their rules and budgets.
+        "steer": steer,
+        "pause": steer and job.paused_at is None,
+        "resume": steer and job.paused_at is not None,
     }
 
 

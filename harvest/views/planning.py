@@ -4,12 +4,13 @@ Each module holds one group of pages and its URL patterns: harvest definitions,
 schedules and channels, the mappings from selection and the transfer, jobs.
 """
 
-from harvest.views import definitions, jobs, mappings, monitoring, schedules
+from harvest.views import definitions, jobs, mappings, monitoring, schedules, steering
 
 urlpatterns = [
     *definitions.urlpatterns,
     *schedules.urlpatterns,
     *mappings.urlpatterns,
     *jobs.urlpatterns,
+    *steering.urlpatterns,
     *monitoring.urlpatterns,
 ]

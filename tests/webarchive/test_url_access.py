@@ -442,6 +442,13 @@ ACCESS = {
     "harvest:job_running": ("page", url("harvest:job_running"), PLANNERS),
     "harvest:monitoring": ("page", url("harvest:monitoring"), ENGINEERS),
     "harvest:job_stop": ("post", planning_url("harvest:job_stop", new_job), ENGINEERS),
+    # Steering a running job (harvest.views.steering): engineers only.
+    "harvest:job_pause": ("post", planning_url("harvest:job_pause", new_job), ENGINEERS),
+    "harvest:job_resume": ("post", planning_url("harvest:job_resume", new_job), ENGINEERS),
+    "harvest:job_rule_add": ("post", planning_url("harvest:job_rule_add", new_job), ENGINEERS),
+    "harvest:job_site_pause": ("post", planning_url("harvest:job_site_pause", new_job), ENGINEERS),
+    "harvest:job_site_resume": ("post", planning_url("harvest:job_site_resume", new_job), ENGINEERS),
+    "harvest:job_site_budget": ("post", planning_url("harvest:job_site_budget", new_job), ENGINEERS),
     # The quality view of a job (Reports): curators write notes on its sites, which go to the records.
     "quality:job_quality": ("page", planning_url("quality:job_quality", new_job), REPORTS),
     "quality:job_quality_note": ("post", lambda: new_site_note_url(), CURATORS),
@@ -561,6 +568,10 @@ ACCESS = {
     ),
     "api:job-resubmit": ("api-post", planning_url("api:job-resubmit", new_job), ENGINEERS),
     "api:job-stop": ("api-post", planning_url("api:job-stop", new_job), ENGINEERS),
+    **{
+        f"api:job-{name}": ("api-post", planning_url(f"api:job-{name}", new_job), ENGINEERS)
+        for name in ("pause", "resume", "rules", "site-pause", "site-resume", "budget")
+    },
     "api:warcfile-list": ("api", url("api:warcfile-list"), STAFF),
     "api:warcfile-detail": ("api", planning_url("api:warcfile-detail", new_warc_file), STAFF),
     "api:storagenode-list": ("api", url("api:storagenode-list"), ENGINEERS),
