@@ -210,7 +210,7 @@ def test_engineers_steer_from_the_job_page(client, job, engineer):
     job.refresh_from_db()
     assert job.paused_at is not None
     page = client.get(url).content.decode()
-    assert 'id="job-resume"' in page and "site-paused" in page
+    assert 'id="job-resume"' in page and 'id="job-paused"' in page and "site-paused" in page
     client.post(reverse("harvest:job_site_pause", kwargs={"pk": job.pk}), {"domain": "beta.fr"})
     assert entry_of(job, "beta.fr").paused_at is not None
     client.post(reverse("harvest:job_rule_add", kwargs={"pk": job.pk}), {"kind": "reject", "rule": "/tag/"})
