@@ -8,9 +8,18 @@ from harvest.models.definitions import (
     HarvestDefinition,
     TransferReport,
 )
+from harvest.models.discovery import (
+    DiscoveredLink,
+    DiscoveredSite,
+    DiscoveryAction,
+    DiscoveryBlock,
+    DiscoveryDecision,
+    DiscoveryFold,
+)
 from harvest.models.domains import UNLIMITED, Domain, DomainConfiguration, SeedList
 from harvest.models.jobs import ExternalLink, HarvestInfo, HarvestRun, Job, JobConfiguration
 from harvest.models.monitoring import BrokerSnapshot
+from harvest.models.news import NewsArticle
 from harvest.models.preload import (
     PreloadDomain,
     PreloadEntry,
@@ -29,6 +38,12 @@ __all__ = [
     "BudgetMapping",
     "CollectionMapping",
     "Dimension",
+    "DiscoveredLink",
+    "DiscoveredSite",
+    "DiscoveryAction",
+    "DiscoveryBlock",
+    "DiscoveryDecision",
+    "DiscoveryFold",
     "Domain",
     "DomainConfiguration",
     "ExternalLink",
@@ -41,6 +56,7 @@ __all__ = [
     "Job",
     "JobConfiguration",
     "JobStatistics",
+    "NewsArticle",
     "PeriodStatistics",
     "PreloadDomain",
     "PreloadEntry",

@@ -111,6 +111,24 @@ class HarvestDefinition(models.Model):
             "collections', else the archive's default (STORAGE_REPLICAS)."
         ),
     )
+    # Selective, news (docs/curation.md, "Frequent shallow crawls for news")
+    news = models.BooleanField(
+        _("news front pages"),
+        default=False,
+        help_text=_(
+            "Crawl its seeds (front pages) and the pages they link to, one click deep, fetching only the "
+            "pages no earlier run of it captured; run it every few minutes."
+        ),
+    )
+    news_feeds = models.ForeignKey(
+        "self",
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="news_sources",
+        verbose_name=_("feeds new articles to"),
+        help_text=_("A scheduled selective definition whose next run gets the new article URLs as seeds."),
+    )
 
     # Snapshot
     max_objects_per_domain = models.BigIntegerField(
@@ -162,6 +180,16 @@ class HarvestDefinition(models.Model):
                 condition=Q(kind=HarvestKind.SNAPSHOT) | Q(continue_from__isnull=True),
                 name="harvest_definition_only_snapshots_continue",
                 violation_error_message=_("Only a snapshot harvest can continue another."),
+            ),
+            models.CheckConstraint(
+                condition=Q(kind=HarvestKind.SELECTIVE) | Q(news=False),
+                name="harvest_definition_news_selective",
+                violation_error_message=_("Only a selective harvest can crawl news front pages."),
+            ),
+            models.CheckConstraint(
+                condition=Q(news=True) | Q(news_feeds__isnull=True),
+                name="harvest_definition_only_news_feeds",
+                violation_error_message=_("Only a news definition feeds articles to another definition."),
             ),
             models.CheckConstraint(
                 condition=Q(max_objects_per_domain__gte=UNLIMITED) & Q(max_bytes_per_domain__gte=UNLIMITED),
