@@ -42,6 +42,7 @@ from harvest.selectors import (
     job_seeds_text,
 )
 from harvest.services.crawls import site_crawl_begin, site_crawl_end, site_crawl_progress
+from harvest.services.news import news_site_settings
 from harvest.steering import steer_sites
 from harvest.validators import trap_list
 from webarchive import netguard
@@ -324,6 +325,7 @@ def site_settings(entry, job) -> SiteSettings:
         max_bytes=entry.max_bytes,
         deadline=deadline,
         **trap_limits(),
+        **news_site_settings(job),
     )
 
 
@@ -432,6 +434,7 @@ def site_crawl_finish(site: RunningSite) -> str:
         progress=crawl.progress(),
         report=crawl.report(),
         external_links=dict(crawl.external_links),
+        external_sources=crawl.external_sources,
         broken=crawl.broken,
     )
     return f"{crawl.site}: {crawl.stop_reason}, {crawl.urls_done} URLs, {crawl.bytes} bytes"

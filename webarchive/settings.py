@@ -73,6 +73,11 @@ HARVEST_JOB_MAX_DOMAINS_SELECTIVE = env.int("HARVEST_JOB_MAX_DOMAINS_SELECTIVE",
 HARVEST_JOB_MAX_OBJECTS = env.int("HARVEST_JOB_MAX_OBJECTS", default=50_000_000)
 # How often (seconds) celery beat runs the launcher.
 HARVEST_LAUNCHER_INTERVAL = env.float("HARVEST_LAUNCHER_INTERVAL", default=60.0)
+# News definitions (docs/curation.md): the shortest interval between runs (minutes); the articles a
+# news definition remembers as captured (the most recent); the articles one deeper run gets as seeds.
+HARVEST_NEWS_MIN_MINUTES = env.int("HARVEST_NEWS_MIN_MINUTES", default=5)
+HARVEST_NEWS_KNOWN_MAX = env.int("HARVEST_NEWS_KNOWN_MAX", default=50_000)
+HARVEST_NEWS_FEED_MAX = env.int("HARVEST_NEWS_FEED_MAX", default=2_000)
 
 # Crawling (harvest/crawler/ and its Celery tasks). See docs/harvesting.md.
 # Where crawl workers write WARC files (until the storage nodes take them) and crawl logs.
@@ -506,6 +511,8 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=24 * 3600)
 CELERY_TASK_ALWAYS_EAGER = False
+# How often the external links of ended site crawls are counted in the discovered sites (seconds).
+DISCOVERY_INTERVAL = env.float("DISCOVERY_INTERVAL", default=900.0)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "harvest-launcher": {"task": "harvest.launch_due", "schedule": HARVEST_LAUNCHER_INTERVAL},
@@ -513,6 +520,7 @@ CELERY_BEAT_SCHEDULE = {
     "storage-check": {"task": "storage.check", "schedule": STORAGE_CHECK_INTERVAL},
     "monitoring-broker": {"task": "harvest.gather_broker", "schedule": MONITORING_BROKER_INTERVAL},
     "storage-audit": {"task": "storage.audit", "schedule": STORAGE_AUDIT_INTERVAL},
+    "harvest-discover-sites": {"task": "harvest.discover_sites", "schedule": DISCOVERY_INTERVAL},
 }
 CELERY_TIMEZONE = TIME_ZONE
 

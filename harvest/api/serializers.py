@@ -21,6 +21,7 @@ from harvest.models import (
     HarvestChannel,
     HarvestDefinition,
     HarvestTemplate,
+    NewsArticle,
     Schedule,
     SeedList,
     TransferReport,
@@ -375,6 +376,12 @@ class HarvestDefinitionSerializer(CreateOnlyMixin, VersionedModelSerializer):
     configurations_url = serializers.SerializerMethodField(
         help_text=_("The list of the configurations it harvests.")
     )
+    news_articles_waiting = serializers.SerializerMethodField(
+        help_text=_(
+            "News: the articles its runs found that its deeper definition has not had yet; a deeper "
+            "definition: those its news definitions found for its next run."
+        )
+    )
 
     create_only_fields = ("kind",)
 
@@ -395,6 +402,9 @@ class HarvestDefinitionSerializer(CreateOnlyMixin, VersionedModelSerializer):
             "max_bytes_per_domain",
             "max_job_seconds",
             "continue_from",
+            "news",
+            "news_feeds",
+            "news_articles_waiting",
             "configuration_count",
             "configurations_url",
             "created_at",
@@ -432,6 +442,13 @@ class HarvestDefinitionSerializer(CreateOnlyMixin, VersionedModelSerializer):
     def get_configuration_count(self, definition) -> int:
         count = getattr(definition, "configuration_count", None)
         return definition.configurations.count() if count is None else count
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_news_articles_waiting(self, definition) -> int:
+        articles = NewsArticle.objects.filter(fed_to__isnull=True)
+        if definition.news:
+            return articles.filter(definition=definition, definition__news_feeds__isnull=False).count()
+        return articles.filter(definition__news_feeds=definition).count()
 
     @extend_schema_field(OpenApiTypes.URI)
     def get_configurations_url(self, definition) -> str:

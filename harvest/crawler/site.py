@@ -79,6 +79,7 @@ REQUISITE_CHAIN = 5  # components of components outside the scope, at most this 
 RENDER_WAIT = 0.2  # seconds before a site whose page waits for a browser asks again
 QUEUES_EVERY = 2.0  # seconds between two readings of a site's biggest queues
 EXTERNAL_LINKS_KEPT = 10_000  # distinct external URLs counted per site; beyond, only the total
+EXTERNAL_SOURCES_KEPT = 3  # pages that link to each external URL kept (discovered sites show them)
 # Why a fetch was cut short by the crawl rather than by the server or the fetch caps (Exchange.truncated).
 STOPPED = "stopped"
 DEADLINE = "deadline"
@@ -126,6 +127,10 @@ class SiteSettings:
     extract_max_bytes: int = defaults.EXTRACT_MAX_BYTES
     extract_max_html_bytes: int = defaults.EXTRACT_MAX_HTML_BYTES
     extract_max_links: int = defaults.EXTRACT_MAX_LINKS
+    # News front pages (docs/curation.md): the pages one click from a seed that earlier runs captured
+    # (fingerprints, see urls.fingerprint) are not fetched again; those fetched are listed in the report.
+    news: bool = False
+    known_pages: frozenset[int] = field(default_factory=frozenset)
 
     @property
     def site(self) -> str:
@@ -212,6 +217,7 @@ class SiteCrawl:
         self.mime_counts: Counter[str] = Counter()  # stored answers by MIME type, for the statistics
         self.mime_bytes: Counter[str] = Counter()
         self.external_links: Counter[str] = Counter()
+        self.external_sources: dict[str, list[str]] = {}  # the first pages linking to each
         self.external_total = 0
         self.trapped = 0
         self.queue_full = 0  # links not queued because the frontier was full
@@ -241,6 +247,8 @@ class SiteCrawl:
         self.steered_out = 0  # queued URLs dropped by rules added while it ran
         self._queues: dict = {}
         self._queues_at = 0.0
+        self.new_pages: list[str] = []  # news: the pages captured that no earlier run had
+        self.known_skipped = 0  # news: links to pages earlier runs captured, not fetched again
         for url in settings.seeds:
             self.add_seed(url)
         if not len(self.frontier):
@@ -307,6 +315,8 @@ class SiteCrawl:
             else:
                 notes = self._queue_links(candidate, exchange) if exchange.error is None else []
                 handed = self._store(candidate, exchange, notes, stored=stored)
+                if self.settings.news and exchange.error is None:
+                    self._note_new_page(candidate, exchange.status)
                 if not handed and wants_render(self, candidate, exchange):
                     busy += self._render(candidate, exchange)
         finally:
@@ -432,6 +442,11 @@ class SiteCrawl:
             },
             "external_links": self.external_total,
             "seconds": round(time.time() - self.started, 3),
+            **(
+                {"new_pages": self.new_pages, "known_pages_skipped": self.known_skipped}
+                if self.settings.news
+                else {}
+            ),
             # Saved rules RE2 cannot run (from before patterns were checked with it): not applied.
             **({"skipped_rules": self.scope.skipped_rules} if self.scope.skipped_rules else {}),
             **(
@@ -509,6 +524,8 @@ class SiteCrawl:
             self.queue_full += 1  # not marked seen: a later page may queue it when there is room
             return
         hop_path = source.hop_path + hop
+        if self._known_page(canonical, hop):
+            return
         if hop == "R":
             if source.is_seed:  # a seed's redirect: its target is a seed too
                 self.scope.add_seed(canonical)
@@ -524,7 +541,7 @@ class SiteCrawl:
             reason = self.scope.decide(canonical, hop_path)
             if reason is not None:
                 if reason == "out-of-scope" and host_of(canonical) not in self.seed_hosts:
-                    self._count_external(canonical)
+                    self._count_external(canonical, source.url)
                 return
             if self._trapped(canonical):
                 return
@@ -548,16 +565,34 @@ class SiteCrawl:
         follow = source.follow and self.scope.decide(canonical, hop_path) is None
         self.frontier.add_component(Candidate(canonical, hop_path, source.url, follow))
 
+    def _known_page(self, canonical: str, hop: str) -> bool:
+        """News: a link to a page an earlier run captured (marked seen: counted once, never queued)."""
+        if not self.settings.known_pages or (hop not in NAVIGATION_HOPS and hop != "X"):
+            return False
+        if fingerprint(canonical) not in self.settings.known_pages:
+            return False
+        self.frontier.mark_seen(canonical)
+        self.known_skipped += 1
+        return True
+
+    def _note_new_page(self, candidate: Candidate, status: int) -> None:
+        """News: a page (not a seed, not a component) captured with a 2xx answer is a new article."""
+        if 200 <= status < 300 and not candidate.is_seed and candidate.hop_path[-1:] in ("L", "M", "X"):
+            self.new_pages.append(candidate.url)
+
     def _trapped(self, url: str) -> bool:
         if self.traps.check(url) is not None:
             self.trapped += 1
             return True
         return False
 
-    def _count_external(self, url: str) -> None:
+    def _count_external(self, url: str, source: str) -> None:
         self.external_total += 1
         if url in self.external_links or len(self.external_links) < EXTERNAL_LINKS_KEPT:
             self.external_links[url] += 1
+            sources = self.external_sources.setdefault(url, [])
+            if len(sources) < EXTERNAL_SOURCES_KEPT and source not in sources:
+                sources.append(source)
 
     # -- fetching and storing ---------------------------------------------------------------
 

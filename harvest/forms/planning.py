@@ -148,7 +148,16 @@ class ChannelForm(VersionFormMixin, UniqueNameMixin, ParsingModelForm):
 
 # Harvest definitions ---------------------------------------------------------------------------
 
-SELECTIVE_FIELDS = ["name", "comments", "is_active", "schedule", "channel", "crawler_traps"]
+SELECTIVE_FIELDS = [
+    "name",
+    "comments",
+    "is_active",
+    "schedule",
+    "channel",
+    "crawler_traps",
+    "news",
+    "news_feeds",
+]
 SNAPSHOT_FIELDS = [
     "name",
     "comments",
@@ -198,6 +207,11 @@ class DefinitionForm(VersionFormMixin, UniqueNameMixin, ParsingModelForm):
             schedule.required = True
             schedule.error_messages["required"] = _("A selective harvest needs a schedule.")
             schedule.help_text = _("Its next run follows the schedule from now on.")
+            feeds = self.fields["news_feeds"]
+            feeds.queryset = HarvestDefinition.objects.filter(kind=HarvestKind.SELECTIVE, news=False).exclude(
+                pk=self.instance.pk
+            )
+            feeds.empty_label = _("— none —")
 
 
 class ConfigurationAttachForm(BootstrapMixin, forms.Form):

@@ -32,6 +32,7 @@ from harvest.choices import SITE_CRAWL_TRANSITIONS, JobFailure, JobStatus, SiteS
 from harvest.models import ExternalLink, HarvestInfo, Job, JobConfiguration
 from harvest.models.jobs import SITE_PROGRESS_FIELDS
 from harvest.services.jobs import job_transition
+from harvest.services.news import news_articles_record
 from webarchive.history import save_as
 from webarchive.permissions import CHANGE, require
 from webarchive.tasks import enqueue
@@ -227,6 +228,7 @@ def site_crawl_end(
     report: dict,
     external_links: dict[str, int],
     broken: bool = False,
+    external_sources: dict[str, list[str]] | None = None,
 ) -> bool:
     """Record how a site crawl ended (HarvestInfo, report, external links); True if that ended the job."""
     # The site's row is locked first and the job's last, for its counters and its end only: the
@@ -249,9 +251,19 @@ def site_crawl_end(
     entry.error = progress.error
     entry.report = {**report, "broken": broken}
     entry.biggest_queues = {}
+    news_articles_record(job=job, entry=entry, urls=report.get("new_pages", ()))
+    sources = external_sources or {}
     _end_entry(job, entry, stop_reason=_stop_reason(job, entry, stop_reason), count=False)
     ExternalLink.objects.bulk_create(  # a site ends once: it has none yet
-        [ExternalLink(entry=entry, url=url[:4000], count=count) for url, count in external_links.items()],
+        [
+            ExternalLink(
+                entry=entry,
+                url=url[:4000],
+                count=count,
+                sources=[page[:4000] for page in sources.get(url, ())],
+            )
+            for url, count in external_links.items()
+        ],
         batch_size=2000,
     )
     job = Job.objects.select_for_update().get(pk=job.pk)

@@ -57,6 +57,7 @@ from harvest.models import (
     SeedList,
 )
 from harvest.services.jobs import job_transition
+from harvest.services.news import news_feed_run, news_template_settings
 from harvest.services.transfer import transfer_for_definition
 from harvest.validators import seed_list
 
@@ -321,7 +322,7 @@ class _JobWriter:
             queue=self.definition.channel.queue,
             template=template,
             template_version=template.version,
-            template_settings=template.crawler_settings(),
+            template_settings=news_template_settings(self.definition, template.crawler_settings()),
             crawler_traps=self.traps,
             max_seconds=self.definition.max_job_seconds if not self.definition.is_selective else 0,
             domain_count=len(group),
@@ -422,6 +423,7 @@ def definition_launch(*, definition_id: int, now=None) -> HarvestRun | None:
         if definition.is_selective:
             transfer_for_definition(definition=definition)
         jobs = jobs_generate(definition=definition, run=run, now=now)
+        news_feed_run(definition=definition, run=run)  # the articles its news definitions found
         logger.info("%s: run %d launched with %d job(s)", definition.name, run.number, len(jobs))
         return run
 

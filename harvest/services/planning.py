@@ -30,6 +30,7 @@ from harvest.models import (
     Schedule,
 )
 from harvest.services import validated_save, versioned_save
+from harvest.services.news import news_check, news_schedule_check
 from webarchive.history import history_user, save_as
 from webarchive.permissions import CHANGE, DELETE, require
 from webarchive.tasks import enqueue
@@ -57,6 +58,7 @@ def schedule_save(
 ) -> Schedule:
     """Create or change a schedule; the definitions using it get their next run recomputed."""
     schedule = versioned_save(schedule or Schedule(), user, fields, expected_version=expected_version)
+    news_schedule_check(schedule=schedule)
     now = timezone.now()
     for definition in schedule.harvest_definitions.filter(is_active=True):
         definition.next_date = schedule.next_run(max(now, schedule.start))
@@ -93,7 +95,16 @@ def trap_list_save(
 
 # Harvest definitions ---------------------------------------------------------------------------
 
-SELECTIVE_FIELDS = {"name", "comments", "is_active", "channel", "schedule", "crawler_traps"}
+SELECTIVE_FIELDS = {
+    "name",
+    "comments",
+    "is_active",
+    "channel",
+    "schedule",
+    "crawler_traps",
+    "news",
+    "news_feeds",
+}
 SNAPSHOT_FIELDS = {
     "name",
     "comments",
@@ -144,6 +155,7 @@ def definition_save(
             raise ValidationError({"continue_from": _("A snapshot cannot continue itself.")})
     if configurations is not None and not definition.is_selective:
         raise ValidationError(_("A snapshot harvest takes every domain; it has no configuration list."))
+    news_check(definition=definition, fields=fields)
     is_new = definition.pk is None
     versioned_save(definition, user, fields, expected_version=expected_version, allowed=allowed)
     if definition.is_selective and (is_new or schedule_changed or activated):

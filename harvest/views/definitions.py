@@ -15,6 +15,7 @@ from harvest.choices import HarvestKind
 from harvest.filtersets import HarvestDefinitionFilterSet
 from harvest.forms.planning import ConfigurationAttachForm, DefinitionForm
 from harvest.models import CollectionMapping, HarvestDefinition, HarvestRun, Job, TransferReport
+from harvest.services.news import news_summary
 from harvest.services.planning import (
     definition_configurations_change,
     definition_run_now,
@@ -69,7 +70,8 @@ class DefinitionDetailView(PermittedActionsMixin, ObjectDetailView):
     def get_fields(self):
         common = ["kind", "is_active", "channel", "comments"]
         if self.object.is_selective:
-            return [*common, "schedule", "next_date", "runs_done", "crawler_traps", "created_at"]
+            news = ["news", "news_feeds"] if self.object.news else []
+            return [*common, "schedule", *news, "next_date", "runs_done", "crawler_traps", "created_at"]
         return [
             *common,
             "max_objects_per_domain",
@@ -108,6 +110,7 @@ class DefinitionDetailView(PermittedActionsMixin, ObjectDetailView):
                 "report_table": TransferReportTable(reports, model=TransferReport),
                 # The page's other objects: its runs' jobs, linked for those who may open them.
                 "permitted_for": {"job": permitted(user, Job, (VIEW,))},
+                "news": news_summary(definition) if definition.is_selective else None,
             }
         )
         return context

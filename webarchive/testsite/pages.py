@@ -153,6 +153,57 @@ def drip(request: Request) -> Response:
     return Response(chunks=chunks(), length=pieces * len(piece))
 
 
+NEWS_ARTICLES_SHOWN = 3
+
+
+@router.route(
+    "/news/",
+    title="A news front page: articles E to E+2 of edition E (the site's news_edition, which a test sets)",
+)
+def news_front(request: Request) -> Response:
+    edition = int(getattr(request.site, "news_edition", 1))
+    items = "\n".join(
+        f"<li><a href='/news/article/{number}'>Article {number}</a></li>"
+        for number in range(edition, edition + NEWS_ARTICLES_SHOWN)
+    )
+    response = html_page(
+        f"News, edition {edition}", f"<ul>\n{items}\n</ul>\n<p><a href='/news/about'>About us</a></p>"
+    )
+    response.body = response.body.replace(
+        b"</head>", b"<link rel='stylesheet' href='/news/style.css'></head>"
+    )
+    return response
+
+
+@router.route(
+    "/news/article/<int:number>", example="/news/article/1", title="An article of the news front page"
+)
+def news_article(request: Request) -> Response:
+    number = int(request.params["number"])
+    return html_page(
+        f"Article {number}",
+        f"<p>The news of article {number}.</p><p><a href='/news/article/{number}/comments'>Comments</a> "
+        "<a href='/news/'>Front page</a></p>",
+    )
+
+
+@router.route(
+    "/news/article/<int:number>/comments", title="An article's comments (two clicks from the front)"
+)
+def news_comments(request: Request) -> Response:
+    return html_page("Comments", "<p>No comment.</p>")
+
+
+@router.route("/news/about", title="The news site's page about itself")
+def news_about(request: Request) -> Response:
+    return html_page("About", "<p>A news site for the tests.</p>")
+
+
+@router.route("/news/style.css", title="The news site's style sheet (the same at every edition)")
+def news_style(request: Request) -> Response:
+    return text("body { font-family: serif; }\n", content_type="text/css")
+
+
 def generated_site(request: Request) -> Response:
     """Whatever the generated website has at this address and path (404 if nothing)."""
     return request.site.generated.serve(request)
