@@ -273,3 +273,18 @@ def test_the_api_shows_and_checks_the_news_fields(client, news_setup, snapshot):
     )
     assert created.status_code == 201, created.json()
     assert HarvestDefinition.objects.get(name="api news").news
+
+
+def test_the_demo_has_a_news_definition_feeding_a_daily_one():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    call_command("demo", stdout=StringIO())
+    news = HarvestDefinition.objects.get(name="Test news front page every 15 minutes")
+    assert news.news and news.news_feeds.name == "Test news articles daily"
+    assert (news.schedule.unit, news.schedule.every) == (Unit.MINUTE, 15)
+    (seed,) = news.configurations.get().seed_lists.get().seed_urls
+    assert seed.startswith("http://127.0.0.1:") and seed.endswith("/news/")
+    call_command("demo", stdout=StringIO())  # again: nothing doubled
+    assert HarvestDefinition.objects.filter(news=True).count() == 1

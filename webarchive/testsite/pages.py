@@ -10,6 +10,7 @@ script (``/js/``) by :mod:`webarchive.testsite.scripted`.
 from __future__ import annotations
 
 import html
+import time
 
 from webarchive.testsite import playable, scripted, streams
 from webarchive.testsite.server import Request, Response, Router, html_page, not_found, redirect, text
@@ -158,10 +159,12 @@ NEWS_ARTICLES_SHOWN = 3
 
 @router.route(
     "/news/",
-    title="A news front page: articles E to E+2 of edition E (the site's news_edition, which a test sets)",
+    title="A news front page: articles E to E+2 of edition E (the site's news_edition, which a test sets; "
+    "else a new edition every hour)",
 )
 def news_front(request: Request) -> Response:
-    edition = int(getattr(request.site, "news_edition", 1))
+    edition = getattr(request.site, "news_edition", None)
+    edition = int(edition) if edition is not None else int(time.time() // 3600) % 100_000 + 1
     items = "\n".join(
         f"<li><a href='/news/article/{number}'>Article {number}</a></li>"
         for number in range(edition, edition + NEWS_ARTICLES_SHOWN)

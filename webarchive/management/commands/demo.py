@@ -208,6 +208,10 @@ LOCAL_TEMPLATE = {
 }
 LOCAL_MAPPING = ("small", "host")
 SCRIPT_BUILT_OBJECTS = 200  # a small budget: a rendered page is slow to harvest
+# The test website's news front page (its articles change every hour) every 15 minutes, one click deep,
+# new articles only, feeding a daily deeper crawl (docs/curation.md, "Frequent shallow crawls for news").
+NEWS_DEFINITION = "Test news front page every 15 minutes"
+NEWS_DEEPER_DEFINITION = "Test news articles daily"
 
 # Who may read what, so that anonymous visitors, readers and readers in a reading room see different
 # things. "Elections 2027" has no rule of its own: it shares "News weekly" with "News and press", so
@@ -372,6 +376,7 @@ class Command(BaseCommand):
                         harvest_definition=definition,
                     )
         self._script_built_site(curator, browser_template)
+        self._news_site(curator, local_template)
         if not HarvestDefinition.objects.filter(name="Broad crawl 2026").exists():
             definition_save(
                 user=curator,
@@ -396,6 +401,48 @@ class Command(BaseCommand):
             )
         for collection in collections.values():
             transfer_collection(collection=collection, user=curator)
+
+    def _news_site(self, curator, template):
+        """The test website's news front page, in a news definition feeding a daily deeper one."""
+        if HarvestDefinition.objects.filter(name=NEWS_DEFINITION).exists():
+            return  # made once; a curator's later changes are kept
+        domain = Domain.objects.filter(name="127.0.0.1").first() or domain_create(
+            name="127.0.0.1", user=curator
+        )
+        configurations = {}
+        for name, path in (("news-front", "/news/"), ("news-articles", "/news/about")):
+            seed_list = SeedList.objects.filter(domain=domain, name=name).first() or seed_list_save(
+                user=curator, domain=domain, name=name, seeds=testsite_url(path)
+            )
+            configurations[name] = DomainConfiguration.objects.filter(
+                domain=domain, name=name
+            ).first() or configuration_save(
+                user=curator, domain=domain, name=name, template=template, seed_lists=[seed_list]
+            )
+        daily = Schedule.objects.filter(name="Daily at 04:00").first() or schedule_save(
+            user=curator, name="Daily at 04:00", unit="day", at_hour=4, at_minute=0
+        )
+        every_15 = Schedule.objects.filter(name="Every 15 minutes").first() or schedule_save(
+            user=curator, name="Every 15 minutes", unit="minute", every=15
+        )
+        deeper = HarvestDefinition.objects.filter(name=NEWS_DEEPER_DEFINITION).first() or definition_save(
+            user=curator,
+            kind="selective",
+            name=NEWS_DEEPER_DEFINITION,
+            schedule=daily,
+            comments="Each run starts from the articles the news front page crawls found since the last one.",
+            configurations=[configurations["news-articles"]],
+        )
+        definition_save(
+            user=curator,
+            kind="selective",
+            name=NEWS_DEFINITION,
+            schedule=every_15,
+            news=True,
+            news_feeds=deeper,
+            comments="The front page and its new articles, one click deep; they feed the daily crawl.",
+            configurations=[configurations["news-front"]],
+        )
 
     def _script_built_site(self, curator, template):
         """The test website's script-built section, rendered in a browser, in its own definition."""
