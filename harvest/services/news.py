@@ -149,6 +149,8 @@ def news_feed_run(*, definition: HarvestDefinition, run: HarvestRun) -> int:
     """Give a run of ``definition`` (just launched, its jobs written) the articles its news definitions
     found and no earlier run of it got, as extra seeds of the site crawls of their domains (at most
     HARVEST_NEWS_FEED_MAX, the oldest first); returns how many."""
+    if not definition.is_selective or not definition.news_sources.exists():
+        return 0
     entries = JobConfiguration.objects.filter(job__run=run)
     articles = list(
         NewsArticle.objects.filter(
