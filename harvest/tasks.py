@@ -79,6 +79,14 @@ def preload(run_id: int) -> None:
     preload_run(run_id)
 
 
+@shared_task(name="harvest.discover_sites", ignore_result=True, time_limit=3600, expires=3600)
+def discover_sites_task() -> int:
+    """Count the external links of the site crawls ended since the last run in the discovered sites."""
+    from harvest.services.discovery import discovered_sites_fold
+
+    return discovered_sites_fold()
+
+
 @shared_task(name="harvest.fail_stalled", ignore_result=True, time_limit=600)
 def fail_stalled_task() -> list[int]:
     """Fail the started jobs that have made no progress while their queue's workers are gone."""

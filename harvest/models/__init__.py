@@ -1,5 +1,6 @@
 """The planning side (NetarchiveSuite's data model): what is harvested, how, when, and the jobs."""
 
+from harvest.models.additions import NextRunAddition
 from harvest.models.definitions import (
     BudgetMapping,
     CollectionMapping,
@@ -57,6 +58,7 @@ __all__ = [
     "JobConfiguration",
     "JobStatistics",
     "NewsArticle",
+    "NextRunAddition",
     "PeriodStatistics",
     "PreloadDomain",
     "PreloadEntry",

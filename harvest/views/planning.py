@@ -4,7 +4,7 @@ Each module holds one group of pages and its URL patterns: harvest definitions,
 schedules and channels, the mappings from selection and the transfer, jobs.
 """
 
-from harvest.views import definitions, jobs, mappings, monitoring, schedules, steering
+from harvest.views import definitions, discovery, jobs, mappings, monitoring, schedules, steering
 
 urlpatterns = [
     *definitions.urlpatterns,
@@ -13,4 +13,5 @@ urlpatterns = [
     *jobs.urlpatterns,
     *steering.urlpatterns,
     *monitoring.urlpatterns,
+    *discovery.urlpatterns,
 ]

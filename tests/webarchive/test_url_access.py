@@ -15,6 +15,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from selection.models import CompatibilityRule
 from tests.access import assert_api_access, assert_page_access, assert_sent_to_login, user_for
 from tests.factories import CollectionFactory, RecordFactory, SavedSearchFactory, ThemeFactory
+from tests.harvest import discovery
 from webarchive.permissions import AREA_ROLES, Area, Role
 
 ANY_LOGGED_IN = frozenset({*Role, None})  # with or without a role
@@ -443,6 +444,16 @@ ACCESS = {
     "harvest:monitoring": ("page", url("harvest:monitoring"), ENGINEERS),
     "harvest:job_stop": ("post", planning_url("harvest:job_stop", new_job), ENGINEERS),
     # Steering a running job (harvest.views.steering): engineers only.
+    "harvest:discovery_index": ("page", url("harvest:discovery_index"), PLANNERS),
+    "harvest:discovery_blacklist": ("page", url("harvest:discovery_blacklist"), PLANNERS),
+    "harvest:discovery_block_remove": (
+        "post",
+        planning_url("harvest:discovery_block_remove", discovery.block),
+        CURATORS,
+    ),
+    "harvest:discovery_queue": ("page", collection_url("harvest:discovery_queue"), PLANNERS),
+    "harvest:discovery_action": ("post", lambda: discovery.action_url("dismiss"), CURATORS),
+    "harvest:discovery_undo": ("post", planning_url("harvest:discovery_undo", discovery.dismissal), CURATORS),
     "harvest:job_pause": ("post", planning_url("harvest:job_pause", new_job), ENGINEERS),
     "harvest:job_resume": ("post", planning_url("harvest:job_resume", new_job), ENGINEERS),
     "harvest:job_rule_add": ("post", planning_url("harvest:job_rule_add", new_job), ENGINEERS),
