@@ -40,6 +40,8 @@ AREA_PAGES: dict[Area, list[Page]] = {
         Page(_("Channels"), "harvest:channel_list", "harvest.harvestchannel"),
         Page(_("Mappings from selection"), "harvest:mapping_list", "harvest.collectionmapping"),
         Page(_("Transfer"), "harvest:transfer", "harvest.transferreport"),
+        # The queue of candidate sites found in the crawls' external links (harvest.views.discovery).
+        Page(_("Discovered sites"), "harvest:discovery_index", "harvest.domain"),
         Page(_("Jobs"), "harvest:job_list", "harvest.job"),
         Page(_("Running jobs"), "harvest:job_running", "harvest.job"),
     ],
