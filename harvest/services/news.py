@@ -38,6 +38,10 @@ def news_check(*, definition: HarvestDefinition, fields: dict) -> None:
     news = fields.get("news", definition.news)
     feeds = fields.get("news_feeds", definition.news_feeds if definition.news_feeds_id else None)
     schedule = fields.get("schedule", definition.schedule if definition.schedule_id else None)
+    # What is checked of the deeper definition and the schedule is checked when they are chosen: a
+    # news definition whose deeper one was deactivated since can still be saved (deactivated, say).
+    feeds_chosen = "news_feeds" in fields and getattr(feeds, "pk", None) != definition.news_feeds_id
+    schedule_chosen = not definition.news or getattr(schedule, "pk", None) != definition.schedule_id
     errors = {}
     if (news or feeds is not None) and definition.kind != HarvestKind.SELECTIVE:
         errors["news"] = _("Only a selective harvest can crawl news front pages.")
@@ -46,6 +50,8 @@ def news_check(*, definition: HarvestDefinition, fields: dict) -> None:
     elif feeds is not None:
         if definition.pk and feeds.pk == definition.pk:
             errors["news_feeds"] = _("A news definition cannot feed its articles to itself.")
+        elif not feeds_chosen:
+            pass
         elif feeds.kind != HarvestKind.SELECTIVE:
             errors["news_feeds"] = _(
                 "Articles are fed to a selective definition only: %(name)s is a snapshot."
@@ -58,7 +64,16 @@ def news_check(*, definition: HarvestDefinition, fields: dict) -> None:
             errors["news_feeds"] = _(
                 "%(name)s is not scheduled to run (inactive, or its schedule has ended)."
             ) % {"name": feeds}
-    if news and schedule is not None and schedule_minutes(schedule) < settings.HARVEST_NEWS_MIN_MINUTES:
+    if news and not definition.news and definition.pk and definition.news_sources.exists():
+        errors["news"] = _(
+            "News definitions feed their articles to this one: it cannot crawl news front pages itself."
+        )
+    if (
+        news
+        and schedule_chosen
+        and schedule is not None
+        and schedule_minutes(schedule) < settings.HARVEST_NEWS_MIN_MINUTES
+    ):
         errors["schedule"] = _(
             "A news definition runs at most every %(minimum)d minutes: each run must end, and what it found "
             "be recorded, before the next one starts, and a news site is not asked more often than that."

@@ -200,6 +200,16 @@ def test_bad_news_settings_are_refused_and_change_nothing(news_setup, snapshot, 
     definition_save(definition=news, schedule=too_often)
 
 
+def test_a_deeper_definition_stays_one_and_its_deactivation_does_not_lock_the_news_one(news_setup):
+    news, deeper = news_setup
+    with pytest.raises(ValidationError) as error:
+        definition_save(definition=deeper, news=True)
+    assert "News definitions feed their articles to this one" in error.value.message_dict["news"][0]
+    definition_save(definition=deeper, is_active=False)
+    news = definition_save(definition=news, is_active=False, news_feeds=deeper)  # unchanged: saved
+    assert not news.is_active and news.news_feeds == deeper
+
+
 def page_text(response) -> str:
     text = re.sub(r"<[^>]+>", " ", response.content.decode())
     return re.sub(r"\s+", " ", text).replace("&#x27;", "'").replace("&quot;", '"')
