@@ -155,6 +155,8 @@ def gate_config() -> dict:
         "home_url": _application_url("area", area="access"),
         "client_address_header": settings.ACCESS_CLIENT_ADDRESS_HEADER,
         "secure_cookie": urlsplit(settings.REPLAY_URL).scheme == "https",
+        # Where the gate reports the URLs pywb did not find (storage.views.replay_misses).
+        "misses_url": _application_url("replay_misses"),
     }
 
 

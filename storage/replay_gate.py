@@ -13,7 +13,10 @@ patching would break, and it imports nothing of Django. It reads ``gate.json`` (
 - the ticket's profile decides the collection: a request for another collection is sent to the
   ticket's own (``/archive/…``, the stable address, too);
 - the bytes as archived (``id_``) are for profiles that may download (staff);
-- pywb's other pages (its home, collection list) are not served; its static files are.
+- pywb's other pages (its home, collection list) are not served; its static files are;
+- when pywb answers 404 to a capture's address (the archive does not hold that URL), the gate reports it
+  to the application (``misses_url``, signed with the key), in the background after the answer, with the
+  page that asked (``Referer``) and what for (``Sec-Fetch-Dest``): the curators' "missed in replay".
 
 pywb's internal index and record server (a second port on localhost) answers only under a secret
 path prefix that this process alone knows, so it cannot be asked directly either.
@@ -28,19 +31,24 @@ import json  # noqa: E402
 import logging  # noqa: E402
 import re  # noqa: E402
 import secrets  # noqa: E402
+import urllib.request  # noqa: E402
 from http.cookies import CookieError, SimpleCookie  # noqa: E402
 from pathlib import Path  # noqa: E402
 from urllib.parse import parse_qs, quote  # noqa: E402
 
+from gevent.pool import Pool  # noqa: E402
+
 try:  # run as a script (manage.py replay), its own directory is on the path
-    from replay_ticket import COOKIE, ticket_profile
+    from replay_ticket import COOKIE, miss_signature, ticket_profile
 except ImportError:
-    from storage.replay_ticket import COOKIE, ticket_profile
+    from storage.replay_ticket import COOKIE, miss_signature, ticket_profile
 
 GATE_CONFIG = "gate.json"
 TICKET_PATH = "/_ticket"
 # pywb's address of a capture: /coll/<timestamp><modifier>/<url>; the modifier "id_" is the raw bytes.
 _STAMP = re.compile(r"^(\d*)([a-z]{2}_)?$")
+MISS_REPORTS_AT_ONCE = 8  # reports being sent; more misses at that moment are not reported
+MISS_FIELD_MAX = 2200  # characters of a URL or Referer in a report
 
 logger = logging.getLogger("webarchive.replay_gate")
 
@@ -81,6 +89,8 @@ class ReplayGate:
         self.home_url = config["home_url"]
         self.address_header = config.get("client_address_header", "")
         self.secure = config.get("secure_cookie", False)
+        self.misses_url = config.get("misses_url", "")
+        self.reports = Pool(MISS_REPORTS_AT_ONCE)
 
     def client_address(self, environ) -> str:
         if self.address_header:
@@ -129,7 +139,45 @@ class ReplayGate:
             return _text(
                 start_response, "403 Forbidden", "The archived bytes (id_) cannot be downloaded by readers."
             )
-        return self.app(environ, start_response)
+        if not self.misses_url or not match:
+            return self.app(environ, start_response)
+        return self.app(environ, self.noting_misses(environ, start_response, raw_rest, match))
+
+    def noting_misses(self, environ, start_response, raw_rest: str, match):
+        """``start_response`` that reports a 404 (not in the archive) once pywb has answered."""
+        # Read before pywb runs: it rewrites the Referer in place to the original site's address.
+        referer = environ.get("HTTP_REFERER", "")[:MISS_FIELD_MAX]
+
+        def start(status, headers, exc_info=None):
+            if status.startswith("404") and not self.reports.full():
+                report = {
+                    "url": raw_rest.partition("/")[2][:MISS_FIELD_MAX],
+                    "stamp": match.group(1)[:14],
+                    "modifier": match.group(2) or "",
+                    "referer": referer,
+                    "destination": environ.get("HTTP_SEC_FETCH_DEST", "")[:20],
+                }
+                self.reports.spawn(self.report_miss, report)
+            return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
+
+        return start
+
+    def report_miss(self, report: dict) -> None:
+        body = json.dumps(report).encode()
+        request = urllib.request.Request(  # noqa: S310 (our own address, from gate.json)
+            self.misses_url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/json",
+                "X-Replay-Signature": miss_signature(self.key, body),
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10) as answer:  # noqa: S310 (our own address)
+                answer.read()
+        except OSError as error:
+            logger.warning("A missed URL could not be reported: %s", error)
 
     def raw_rest(self, environ, collection: str) -> str:
         """What follows ``/<collection>/`` in the request as sent (timestamp, modifier, URL, query)."""

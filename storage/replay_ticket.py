@@ -55,3 +55,9 @@ def ticket_profile(ticket: str, *, key: str, address: str, now: float | None = N
     if not hmac.compare_digest(address_token, _address_token(address)):
         return None
     return profile if PROFILE.match(profile) else None
+
+
+def miss_signature(key: str, body: bytes) -> str:
+    """The signature of a replay gate's report of a missed URL (its body), under the ticket key."""
+    mac = hmac.new(key.encode(), b"replay miss\n" + body, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")

@@ -114,6 +114,7 @@ _HARVEST_READER = {
         "harvestinfo",
         "jobstatistics",
         "statisticline",
+        "nextrunaddition",
     )
 }
 
@@ -170,6 +171,8 @@ ROLE_PERMISSIONS: dict[Role, dict[str, tuple[str, ...]]] = {
         # Configuration, not an archival object: a rule may be withdrawn.
         "selection.compatibilityrule": ALL,
         "storage.harvestnote": (VIEW, ADD),
+        # URLs missed in replay, added as seeds to a definition's next run.
+        "harvest.nextrunaddition": (VIEW, ADD),
         # Who may read what in the archive: access rules and exclusions (take-downs), with history.
         "storage.accessrule": (VIEW, ADD, CHANGE),
         "storage.exclusion": (VIEW, ADD, CHANGE),

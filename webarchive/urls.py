@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from storage.views import replay_endpoints
+from storage.views import replay_endpoints, replay_misses
 from webarchive import oidc, views
 
 urlpatterns = [
@@ -24,6 +24,7 @@ urlpatterns = [
     # What the replay process reads (machine endpoints: 401, not the login page).
     path("cdx", replay_endpoints.cdx, name="cdx"),
     path("warcs/<path:filename>", replay_endpoints.warc_bytes, name="warc_bytes"),
+    path("replay-misses", replay_misses.replay_misses, name="replay_misses"),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # The docs page is for people: send them to the login page, not a 401. Its script is a file of its
     # own (the split view: the page's script is ?script), but its page keeps a <style> block: styles

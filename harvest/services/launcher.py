@@ -56,6 +56,7 @@ from harvest.models import (
     JobConfiguration,
     SeedList,
 )
+from harvest.services.additions import next_run_additions_feed
 from harvest.services.jobs import job_transition
 from harvest.services.news import news_feed_run, news_template_settings
 from harvest.services.transfer import transfer_for_definition
@@ -424,6 +425,7 @@ def definition_launch(*, definition_id: int, now=None) -> HarvestRun | None:
             transfer_for_definition(definition=definition)
         jobs = jobs_generate(definition=definition, run=run, now=now)
         news_feed_run(definition=definition, run=run)  # the articles its news definitions found
+        next_run_additions_feed(definition=definition, run=run)  # URLs curators added (replay misses)
         logger.info("%s: run %d launched with %d job(s)", definition.name, run.number, len(jobs))
         return run
 

@@ -21,9 +21,11 @@ from django.utils.translation import gettext_lazy
 from django.views.generic import TemplateView, View
 
 from harvest.choices import StopReason
-from harvest.models import Job, JobConfiguration
+from harvest.models import HarvestDefinition, Job, JobConfiguration, NextRunAddition
+from harvest.services.additions import next_run_additions
 from storage.forms import SiteNoteForm
 from storage.models import Capture, HarvestNote
+from storage.selectors_misses import definition_misses, job_misses, replay_misses_grouped
 from storage.selectors_quality import (
     QualityFilter,
     job_quality,
@@ -33,6 +35,7 @@ from storage.selectors_quality import (
     site_renders,
 )
 from storage.services.quality import harvest_note_add_to_site
+from storage.services.replay_misses import replay_misses_add_to_next_run
 from storage.views.pages import planning_links
 from webarchive.permissions import ADD, VIEW, Area, permitted, restrict
 from webarchive.views import AreaRequiredMixin, apply_validation_error, htmx_response
@@ -98,9 +101,81 @@ class JobQualityView(AreaRequiredMixin, TemplateView):
                 "planning": planning_links(user),
                 "error_share_percent": f"{settings.REPORT_ERROR_SHARE * 100:g}",
                 "few_urls": settings.REPORT_FEW_URLS,
+                "misses": _misses_context(user, job.harvest_definition, job_misses(job), job=job),
             }
         )
         return context
+
+
+def _misses_context(user, definition, misses, job=None) -> dict:
+    """The missed-in-replay section: groups, and whether the user may add them to the next run."""
+    return {
+        "definition": definition,
+        "job": job,
+        "groups": replay_misses_grouped(misses),
+        "can_add": permitted(user, NextRunAddition, [ADD])[ADD] and definition.is_active,
+    }
+
+
+class DefinitionMissesView(AreaRequiredMixin, TemplateView):
+    """The URLs missed in replay of all the jobs of a definition, and what was added to its next runs."""
+
+    area = Area.REPORTS
+    model_permission = (VIEW, Job)
+    template_name = "storage/definition_misses.html"
+
+    def get_context_data(self, **kwargs):
+        context = super().get_context_data(**kwargs)
+        definition = get_object_or_404(HarvestDefinition, pk=self.kwargs["pk"])
+        user = self.request.user
+        context.update(
+            {
+                "definition": definition,
+                "definition_link": planning_links(user).get("definition", False),
+                "misses": _misses_context(user, definition, definition_misses(definition)),
+                "additions": next_run_additions(definition),
+            }
+        )
+        return context
+
+
+class DefinitionMissesAddView(AreaRequiredMixin, View):
+    """POST: add the chosen missed URLs (or all of the job's or definition's) to the definition's next run."""
+
+    area = Area.REPORTS
+    model_permission = (ADD, NextRunAddition)
+    permission_denied_message = gettext_lazy("Only curators add URLs to the next run.")
+
+    def post(self, request, pk):
+        definition = get_object_or_404(HarvestDefinition, pk=pk)
+        job = None
+        if request.POST.get("job"):
+            job = get_object_or_404(Job, pk=request.POST["job"] if request.POST["job"].isdigit() else 0)
+        back = (
+            reverse("quality:job_quality", kwargs={"pk": job.pk})
+            if job is not None
+            else reverse("quality:definition_misses", kwargs={"pk": definition.pk})
+        )
+        if request.POST.get("all"):
+            scope = job_misses(job) if job is not None else definition_misses(definition)
+            ids = list(scope.order_by("-count", "pk").values_list("pk", flat=True)[:1000])
+        else:
+            values = request.POST.getlist("miss")
+            if not all(value.isdigit() for value in values):
+                messages.error(request, _("Unknown missed URL."))
+                return redirect(back)
+            ids = [int(value) for value in values]
+        try:
+            added = replay_misses_add_to_next_run(definition=definition, miss_ids=ids, user=request.user)
+        except ValidationError as error:
+            messages.error(request, " ".join(error.messages))
+            return redirect(back)
+        messages.success(
+            request,
+            _("%(count)d URL(s) will be extra seeds of the next run of %(definition)s.")
+            % {"count": len(added), "definition": definition.name},
+        )
+        return redirect(back)
 
 
 class SiteNoteView(AreaRequiredMixin, View):
@@ -151,4 +226,6 @@ urlpatterns = [
     path(
         "jobs/<int:pk>/quality/sites/<int:entry_pk>/notes/", SiteNoteView.as_view(), name="job_quality_note"
     ),
+    path("definitions/<int:pk>/misses/", DefinitionMissesView.as_view(), name="definition_misses"),
+    path("definitions/<int:pk>/misses/add/", DefinitionMissesAddView.as_view(), name="definition_misses_add"),
 ]

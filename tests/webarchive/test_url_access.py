@@ -463,6 +463,13 @@ ACCESS = {
     # The quality view of a job (Reports): curators write notes on its sites, which go to the records.
     "quality:job_quality": ("page", planning_url("quality:job_quality", new_job), REPORTS),
     "quality:job_quality_note": ("post", lambda: new_site_note_url(), CURATORS),
+    # URLs missed in replay (Reports): read with the jobs; curators add them to the next run.
+    "quality:definition_misses": ("page", planning_url("quality:definition_misses", new_definition), REPORTS),
+    "quality:definition_misses_add": (
+        "post",
+        planning_url("quality:definition_misses_add", new_definition),
+        CURATORS,
+    ),
     # Broad-crawl preparation (Operations): crawl engineers only.
     "harvest:preload_list": ("page", url("harvest:preload_list"), ENGINEERS),
     "harvest:preload_start": ("page", url("harvest:preload_start"), ENGINEERS),
@@ -622,6 +629,8 @@ ACCESS = {
     "storage:exclusion_lift": ("post", planning_url("storage:exclusion_lift", new_exclusion), CURATORS),
     # Machine endpoints of the replay process: 401 (not a login page) without credentials.
     "cdx": ("api", lambda: reverse("cdx") + "?url=example.com", ARCHIVE_READERS),
+    # The replay gate's reports of missed URLs: signed with the gate's key, not a user's (403 unsigned).
+    "replay_misses": ("public-post", url("replay_misses"), None),
     "warc_bytes": (
         "api",
         lambda: reverse("warc_bytes", kwargs={"filename": new_warc_file_on_disk().name}),
