@@ -71,3 +71,9 @@ monitoring_panels = Hook(
     doc="() → a panel of the monitoring page below the failures: a dict with 'template' and 'context' "
     "(storage: its alerts, as its alerts page computes them).",
 )
+
+domain_panels = Hook(
+    "harvest.domain_panels",
+    doc="(domain, user) → a panel of the domain's page, below its description: a dict with 'template' and "
+    "'context' (storage: how often the domain's pages change, measured).",
+)

@@ -29,6 +29,17 @@ class Frequency(models.TextChoices):
     ONCE = "once", _("Once")
 
 
+# The frequencies a measured change rate may suggest, most frequent first.
+SUGGESTABLE_FREQUENCIES = [
+    (value, label) for value, label in Frequency.choices if value != Frequency.ONCE
+]
+
+
+def frequency_order() -> dict[str, int]:
+    """Each suggestable frequency's rank, 0 the most frequent."""
+    return {value: index for index, (value, _label) in enumerate(SUGGESTABLE_FREQUENCIES)}
+
+
 class Depth(models.TextChoices):
     """How far the crawler goes from the seed."""
 

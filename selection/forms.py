@@ -213,6 +213,9 @@ class CollectionForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
             "default_budget",
             "default_frequency",
             "default_depth",
+            "frequency_most_often",
+            "frequency_least_often",
+            "follow_suggestions",
             "members",
         ]
         widgets = {

@@ -1,6 +1,7 @@
 """The selection side (BCWeb): collections, their themes, and the records librarians propose."""
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 from django.db.models import Q
@@ -9,7 +10,16 @@ from django.urls import reverse
 from django.utils.translation import gettext_lazy as _
 from simple_history.models import HistoricalRecords
 
-from selection.choices import Budget, CheckStatus, CollectionKind, Depth, Frequency, RecordStatus
+from selection.choices import (
+    SUGGESTABLE_FREQUENCIES,
+    Budget,
+    CheckStatus,
+    CollectionKind,
+    Depth,
+    Frequency,
+    RecordStatus,
+    frequency_order,
+)
 from webarchive.permissions import VIEW, Role, is_administrator, user_roles
 from webarchive.urlnorm import validate_url
 
@@ -65,6 +75,29 @@ class Collection(models.Model):
             "(empty: the archive's default)."
         ),
     )
+    # Bounds of the frequencies suggested from measured change rates (storage.services.change_rates).
+    frequency_most_often = models.CharField(
+        _("suggest at most"),
+        max_length=15,
+        choices=SUGGESTABLE_FREQUENCIES,
+        default=Frequency.DAILY,
+        db_default=Frequency.DAILY,
+        help_text=_("Never suggest harvesting this collection's sites more often than this."),
+    )
+    frequency_least_often = models.CharField(
+        _("suggest at least"),
+        max_length=15,
+        choices=SUGGESTABLE_FREQUENCIES,
+        default=Frequency.ANNUAL,
+        db_default=Frequency.ANNUAL,
+        help_text=_("Never suggest harvesting this collection's sites less often than this."),
+    )
+    follow_suggestions = models.BooleanField(
+        _("follow suggested frequencies automatically"),
+        default=False,
+        db_default=False,
+        help_text=_("Each record's frequency is changed to its suggested frequency when it is measured."),
+    )
     created_at = models.DateTimeField(_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(_("updated at"), auto_now=True)
     # Raised by every service save: a change is made over the version its writer read
@@ -91,6 +124,25 @@ class Collection(models.Model):
 
     def get_absolute_url(self):
         return reverse("selection:collection_detail", kwargs={"pk": self.pk})
+
+    def clean(self):
+        super().clean()
+        order = frequency_order()
+        if order.get(self.frequency_most_often, 0) > order.get(self.frequency_least_often, len(order)):
+            raise ValidationError(
+                {
+                    "frequency_least_often": _(
+                        "The least frequent suggestion cannot be more frequent than the most frequent one."
+                    )
+                }
+            )
+
+    def clamp_frequency(self, frequency: str) -> str:
+        """A suggested frequency kept inside this collection's bounds."""
+        order = frequency_order()
+        low, high = order[self.frequency_most_often], order[self.frequency_least_often]
+        index = min(max(order[frequency], low), high)
+        return SUGGESTABLE_FREQUENCIES[index][0]
 
 
 class Theme(models.Model):
@@ -305,6 +357,19 @@ class Record(models.Model):
         _("check override"),
         blank=True,
         help_text=_("Why a curator selected a URL that failed its check."),
+    )
+
+    # A time-boxed boost (selection.services.record_boost): the frequency goes back to
+    # boost_return_frequency at boost_until (the periodic task selection.revert_boosts).
+    boost_until = models.DateField(_("boosted until"), null=True, blank=True, editable=False)
+    boost_return_frequency = models.CharField(
+        _("frequency after the boost"),
+        max_length=15,
+        choices=Frequency,
+        blank=True,
+        default="",
+        db_default="",
+        editable=False,
     )
 
     # Optimistic locking: incremented by every save through the services.

@@ -655,5 +655,6 @@ class HarvestNote(models.Model):
 # Who may read which capture (CaptureQuerySet.restrict); it reads the models above.
 from storage import access  # noqa: E402
 from storage.models_access import AccessRule, Exclusion  # noqa: E402, F401
+from storage.models_change_rates import ChangeEstimate, Confidence  # noqa: E402, F401
 from storage.models_misses import MissKind, ReplayMiss  # noqa: E402, F401
 from storage.models_search import SearchAnchor, SearchEntry, SearchText  # noqa: E402, F401

@@ -15,15 +15,17 @@ from harvest.choices import DedupPolicy
 from harvest.models import Job
 from harvest.selectors import crawl_log_uri
 from selection import hooks as selection_hooks
-from storage.models import Capture, HarvestNote, IngestStep, StorageNode, WarcFile
+from selection.models import Record
+from storage.models import Capture, ChangeEstimate, HarvestNote, IngestStep, StorageNode, WarcFile
 from storage.selectors import record_payload_stream
+from storage.selectors_change_rates import BOOST_FREQUENCIES, rate_in_words
 from storage.selectors_quality import record_harvests
 from storage.selectors_storage import alerts
 from storage.services.dedup_index import CaptureDedupIndex
 from storage.services.indexing import CaptureRecorder, IndexConflict, warc_file_index, warc_file_register
 from storage.services.ingest import send_ingest
 from storage.warcindex import WarcReadError, url_key
-from webarchive.permissions import VIEW, Area, can, can_enter, restrict
+from webarchive.permissions import VALIDATE, VIEW, Area, can, can_enter, restrict
 from webarchive.tasks import spool_queue
 
 logger = logging.getLogger(__name__)
@@ -78,6 +80,28 @@ def record_harvests_panel(*, record, user) -> dict:
     }
 
 
+def change_rate_panel(*, record=None, domain=None, user) -> dict:
+    """How often the record's page (or the domain's pages) change, measured, with the crawls it comes
+    from, the suggested frequency and, for curators, accepting it and boosting the record."""
+    estimate = (
+        ChangeEstimate.objects.filter(record=record)
+        if record
+        else ChangeEstimate.objects.filter(domain=domain)
+    )
+    estimate = estimate.first()
+    return {
+        "template": "storage/change_rate.html",
+        "context": {
+            "estimate": estimate,
+            "words": rate_in_words(estimate) if estimate else "",
+            "record": record,
+            "may_open_jobs": can_enter(user, Area.PLANNING),
+            "may_decide": record is not None and can(user, VALIDATE, Record),
+            "boost_frequencies": BOOST_FREQUENCIES,
+        },
+    }
+
+
 def crawl_log_segments(*, job_id: int) -> list:
     """The parts of a job's crawl log held by its WARC files (metadata records, indexed as they were
     written), oldest first: each a function opening its text, read through storage."""
@@ -121,6 +145,8 @@ def connect() -> None:
     harvest_hooks.dedup_index.provide(dedup_index)
     harvest_hooks.warc_files_closed.provide(warc_files_closed)
     selection_hooks.record_panels.provide(record_harvests_panel)
+    selection_hooks.record_panels.provide(lambda *, record, user: change_rate_panel(record=record, user=user))
+    harvest_hooks.domain_panels.provide(lambda *, domain, user: change_rate_panel(domain=domain, user=user))
     harvest_hooks.worker_queues.provide(node_queues)
     harvest_hooks.spool_queues.provide(spool_queues)
     harvest_hooks.crawl_log_segments.provide(crawl_log_segments)

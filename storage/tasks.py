@@ -139,3 +139,12 @@ def wacz_job(self, job_id: int) -> None:
         if error.code == "replica":
             raise self.retry(exc=error, countdown=BAG_RETRY_SECONDS) from error
         logger.warning("job %s not packaged as WACZ: %s", job_id, " ".join(error.messages))
+
+
+@shared_task(name="storage.refresh_change_rates", ignore_result=True, soft_time_limit=3600, time_limit=3660)
+def refresh_change_rates() -> None:
+    """Measure how often records' pages and domains change again; followed collections get their
+    suggested frequencies (idempotent: the estimates are replaced)."""
+    from storage.services.change_rates import change_estimates_refresh
+
+    change_estimates_refresh()

@@ -4,6 +4,7 @@ alerts, statistics)."""
 
 from storage.views import (
     access_rules,
+    change_rates,
     dedup,
     fulltext,
     pages,
@@ -24,4 +25,5 @@ urlpatterns = [
     *dedup.urlpatterns,
     *storage_nodes.urlpatterns,
     *wacz.urlpatterns,
+    *change_rates.urlpatterns,
 ]

@@ -513,6 +513,9 @@ CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=24 * 3600)
 CELERY_TASK_ALWAYS_EAGER = False
 # How often the external links of ended site crawls are counted in the discovered sites (seconds).
 DISCOVERY_INTERVAL = env.float("DISCOVERY_INTERVAL", default=900.0)
+# How often change rates are measured again, and boosts that have ended reverted (seconds).
+CHANGE_RATES_INTERVAL = env.float("CHANGE_RATES_INTERVAL", default=6 * 3600.0)
+BOOST_REVERT_INTERVAL = env.float("BOOST_REVERT_INTERVAL", default=3600.0)
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "harvest-launcher": {"task": "harvest.launch_due", "schedule": HARVEST_LAUNCHER_INTERVAL},
@@ -521,6 +524,8 @@ CELERY_BEAT_SCHEDULE = {
     "monitoring-broker": {"task": "harvest.gather_broker", "schedule": MONITORING_BROKER_INTERVAL},
     "storage-audit": {"task": "storage.audit", "schedule": STORAGE_AUDIT_INTERVAL},
     "harvest-discover-sites": {"task": "harvest.discover_sites", "schedule": DISCOVERY_INTERVAL},
+    "storage-change-rates": {"task": "storage.refresh_change_rates", "schedule": CHANGE_RATES_INTERVAL},
+    "selection-revert-boosts": {"task": "selection.revert_boosts", "schedule": BOOST_REVERT_INTERVAL},
 }
 CELERY_TIMEZONE = TIME_ZONE
 

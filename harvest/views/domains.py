@@ -17,6 +17,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 from django.views.generic import View
 
+from harvest import hooks
 from harvest.filtersets import ConfigurationFilterSet, DomainFilterSet
 from harvest.forms.domains import (
     ConfigurationForm,
@@ -117,6 +118,7 @@ class DomainDetailView(PermittedActionsMixin, ObjectDetailView):
                     "configuration": permitted(user, DomainConfiguration, (ADD,)),
                 },
                 **harvest_history(domain, user),
+                "panels": hooks.domain_panels.collect(domain=domain, user=user),
             }
         )
         return context

@@ -11,7 +11,7 @@ from selection.filtersets import CollectionFilterSet
 from selection.forms import CollectionForm, ThemeForm
 from selection.models import Collection, Record, Theme
 from selection.tables import CollectionTable
-from webarchive.permissions import ADD, CHANGE, Area, permitted
+from webarchive.permissions import ADD, CHANGE, VALIDATE, Area, permitted
 from webarchive.views import ObjectDetailView, ObjectListView, PermittedActionsMixin, ServiceFormView
 
 
@@ -22,6 +22,8 @@ def collection_offers(user, collection: Collection) -> dict[str, bool]:
         "add_theme": permitted(user, Theme, [ADD])[ADD],
         "propose": permitted(user, Record, [ADD])[ADD]
         and Collection.objects.writable_by(user).filter(pk=collection.pk).exists(),
+        # Accepting suggested frequencies (their page comes from storage: the measured change rates).
+        "validate": permitted(user, Record, [VALIDATE])[VALIDATE],
     }
 
 

@@ -601,6 +601,11 @@ ACCESS = {
     "api:storagenode-detail": ("api", planning_url("api:storagenode-detail", new_storage_node), ENGINEERS),
     # The readers' pages: anonymous visitors too when the site allows them (see test_reading_pages).
     "storage:search": ("reading", url("storage:search"), READ_ALL),
+    # How often sites change (storage.views.change_rates): curators accept suggestions and boost.
+    "storage:record_accept_suggestion": ("post", record_url("storage:record_accept_suggestion"), CURATORS),
+    "storage:record_boost": ("post", record_url("storage:record_boost"), CURATORS),
+    "storage:record_boost_cancel": ("post", record_url("storage:record_boost_cancel"), CURATORS),
+    "storage:collection_suggestions": ("page", collection_url("storage:collection_suggestions"), CURATORS),
     "storage:text_search": ("reading", lambda: reverse("storage:text_search") + "?q=archive", READ_ALL),
     "storage:reading_room": ("reading", url("storage:reading_room"), READ_ALL),
     "storage:reading_room_collection": (
