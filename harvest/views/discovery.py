@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views import View
 
-from harvest.models import DiscoveredSite, DiscoveryBlock, DiscoveryDecision
+from harvest.models import DiscoveredSite, DiscoveryBlock, DiscoveryDecision, Domain
 from harvest.selectors_discovery import (
     LANGUAGE_TLDS,
     OTHER_SITE_WEIGHT,
@@ -75,7 +75,14 @@ class DiscoveryQueueView(AreaRequiredMixin, View):
         page = Paginator(discovery_queue(collection, **filters), PER_PAGE).get_page(request.GET.get("page"))
         sites = list(page.object_list)
         links = linking(sites, collection)
+        # Sites the archive has as domains already: harvested by snapshots, nothing to add.
+        domains = set(
+            Domain.objects.filter(name__in=[site.registered_domain for site in sites]).values_list(
+                "name", flat=True
+            )
+        )
         for site in sites:
+            site.is_domain = site.registered_domain in domains
             site.linking = links[site.pk]
             site.proposed_url = site_url(site, site.linking)
         return render(

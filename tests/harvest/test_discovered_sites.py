@@ -27,6 +27,7 @@ from harvest.services.discovery import (
     discovery_block_add,
     discovery_decision_undo,
 )
+from harvest.services.domains import domain_create
 from harvest.worker import run_site_crawl
 from selection.choices import CheckStatus, RecordStatus
 from selection.models import Record
@@ -259,6 +260,11 @@ def test_the_queue_over_http(client, curator, site):
     assert page.status_code == 200
     text = page.content.decode()
     assert "127.0.0.3" in text and "http://own.fr/page0" in text and "score 13" in text
+    assert "Add as a domain for the next snapshot" in text
+    # A site the archive has as a domain already: no button to add it.
+    domain_create(name="127.0.0.3", user=curator)
+    text = client.get(queue).content.decode()
+    assert "Already a domain of the archive" in text and action("domain") not in text
 
     # The live check reaches the test website.
     response = client.post(action("check"), {"url": site.host_url(2, "/ext/")}, follow=True)
