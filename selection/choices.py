@@ -30,9 +30,7 @@ class Frequency(models.TextChoices):
 
 
 # The frequencies a measured change rate may suggest, most frequent first.
-SUGGESTABLE_FREQUENCIES = [
-    (value, label) for value, label in Frequency.choices if value != Frequency.ONCE
-]
+SUGGESTABLE_FREQUENCIES = [(value, label) for value, label in Frequency.choices if value != Frequency.ONCE]
 
 
 def frequency_order() -> dict[str, int]:

@@ -227,6 +227,18 @@ class CollectionForm(VersionFormMixin, BootstrapMixin, forms.ModelForm):
         super().__init__(*args, **kwargs)
         current = list(self.instance.members.values_list("pk", flat=True)) if self.instance.pk else []
         self.fields["members"].queryset = selection_people(keep=current)
+        # The suggestion bounds: left out of a form (or an older client), they keep their value.
+        for name in ("frequency_most_often", "frequency_least_often"):
+            self.fields[name].required = False
+
+    def _bound(self, name: str) -> str:
+        return self.cleaned_data.get(name) or getattr(self.instance, name)
+
+    def clean_frequency_most_often(self):
+        return self._bound("frequency_most_often")
+
+    def clean_frequency_least_often(self):
+        return self._bound("frequency_least_often")
 
 
 class ThemeForm(BootstrapMixin, forms.Form):

@@ -99,7 +99,11 @@ def capture_history(url: str, visits: list[tuple[Job, datetime.datetime, str]]) 
 
 def history(url, jobs, days, digests):
     capture_history(
-        url, [(job, START + timedelta(days=d), digest) for job, d, digest in zip(jobs, days, digests)]
+        url,
+        [
+            (job, START + timedelta(days=d), digest)
+            for job, d, digest in zip(jobs, days, digests, strict=True)
+        ],
     )
 
 
