@@ -256,7 +256,9 @@ class ExternalLink(models.Model):
     url = models.TextField(_("URL"))
     count = models.PositiveIntegerField(_("times found"), default=1)
     # The first few pages of the site that link to it (harvest.crawler.site.EXTERNAL_SOURCES_KEPT).
-    sources = models.JSONField(_("linking pages"), default=list, blank=True, db_default=Value([], JSONField()))
+    sources = models.JSONField(
+        _("linking pages"), default=list, blank=True, db_default=Value([], JSONField())
+    )
 
     class Meta:
         verbose_name = _("external link")
