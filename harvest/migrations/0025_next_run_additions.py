@@ -21,6 +21,15 @@ class Migration(migrations.Migration):
                         auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
                     ),
                 ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("seed", "extra seed"), ("rule", "accept rule")],
+                        default="seed",
+                        max_length=4,
+                        verbose_name="kind",
+                    ),
+                ),
                 ("url", models.TextField(verbose_name="URL")),
                 ("reason", models.CharField(blank=True, default="", max_length=200, verbose_name="reason")),
                 ("added_at", models.DateTimeField(db_index=True, verbose_name="added at")),

@@ -6,7 +6,12 @@ from django.utils.translation import gettext_lazy as _
 
 
 class NextRunAddition(models.Model):
-    """A URL to give as an extra seed to the next run of a definition: who added it, which run got it."""
+    """A URL to give as an extra seed to the next run of a definition, or an accept rule that brings a
+    missed URL's folder into its jobs' scope: who added it, which run got it."""
+
+    class Kind(models.TextChoices):
+        SEED = "seed", _("extra seed")
+        RULE = "rule", _("accept rule")
 
     definition = models.ForeignKey(
         "harvest.HarvestDefinition",
@@ -17,7 +22,8 @@ class NextRunAddition(models.Model):
     domain = models.ForeignKey(
         "harvest.Domain", on_delete=models.CASCADE, related_name="+", verbose_name=_("domain")
     )
-    url = models.TextField(_("URL"))
+    kind = models.CharField(_("kind"), max_length=4, choices=Kind, default=Kind.SEED)
+    url = models.TextField(_("URL"))  # an accept rule's regular expression, for a rule
     reason = models.CharField(_("reason"), max_length=200, blank=True, default="")
     added_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,

@@ -3,24 +3,42 @@ launcher to the jobs of the run it creates, then marked with that run."""
 
 from __future__ import annotations
 
+import re
+from urllib.parse import urlsplit
+
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from harvest.models import Domain, HarvestDefinition, HarvestRun, JobConfiguration, NextRunAddition
+from harvest.models import Domain, HarvestDefinition, HarvestRun, Job, JobConfiguration, NextRunAddition
 from webarchive.urlnorm import InvalidURL, normalise_url
 
 ADDITIONS_MAX = 1000  # URLs one click may add; and waiting URLs one run takes at most
 
 
+def folder_rule(url: str) -> str:
+    """The accept rule that brings ``url``'s folder on its host into scope, whatever the scheme:
+    ``^https?://cdn\\.example\\.org/static/img/`` for ``https://cdn.example.org/static/img/logo.png``.
+    Built from the parsed URL and escaped, so nothing of the (crawled) URL acts as a pattern."""
+    parts = urlsplit(url)
+    folder = parts.path[: parts.path.rfind("/") + 1] or "/"
+    return f"^https?://{re.escape(parts.netloc.lower())}{re.escape(folder)}"
+
+
 @transaction.atomic
 def next_run_additions_add(
-    *, definition: HarvestDefinition, urls: list[tuple[Domain, str]], user, reason: str = ""
+    *,
+    definition: HarvestDefinition,
+    urls: list[tuple[Domain, str]],
+    user,
+    reason: str = "",
+    kind: str = NextRunAddition.Kind.SEED,
 ) -> list[NextRunAddition]:
-    """Add ``(domain, URL)`` pairs as extra seeds of ``definition``'s next run; URLs already waiting are
-    skipped. Returns the rows added (who and when are on each row)."""
+    """Add ``(domain, URL)`` pairs to ``definition``'s next run: as extra seeds, or (``kind`` rule) as the
+    accept rules of their folders (:func:`folder_rule`). What is already waiting is skipped. Returns the
+    rows added (who and when are on each row)."""
     if not urls:
         raise ValidationError(_("Choose at least one URL to add to the next run."))
     if len(urls) > ADDITIONS_MAX:
@@ -41,11 +59,19 @@ def next_run_additions_add(
             url = normalise_url(url)
         except InvalidURL:
             continue  # a missed URL that cannot be crawled (data:, javascript:…) is not a seed
+        if kind == NextRunAddition.Kind.RULE:
+            url = folder_rule(url)
         if url in waiting:
             continue
         waiting.add(url)
         addition = NextRunAddition(
-            definition=definition, domain=domain, url=url, reason=reason[:200], added_by=user, added_at=now
+            definition=definition,
+            domain=domain,
+            kind=kind,
+            url=url,
+            reason=reason[:200],
+            added_by=user,
+            added_at=now,
         )
         addition.full_clean(validate_constraints=False)
         added.append(addition)
@@ -53,8 +79,9 @@ def next_run_additions_add(
 
 
 def next_run_additions_feed(*, definition: HarvestDefinition, run: HarvestRun) -> int:
-    """Give a just-launched run the URLs waiting for it, as extra seeds of the jobs of their domains, and
-    mark them with the run; URLs of domains the run does not crawl stay waiting. Returns how many."""
+    """Give a just-launched run what waits for it, and mark it with the run: URLs as extra seeds of the
+    sites of their domains, accept rules to the frozen settings of the jobs that crawl their domains.
+    What belongs to a domain the run does not crawl stays waiting. Returns how many were given."""
     entries = JobConfiguration.objects.filter(job__run=run)
     waiting = list(
         NextRunAddition.objects.filter(
@@ -63,20 +90,39 @@ def next_run_additions_feed(*, definition: HarvestDefinition, run: HarvestRun) -
             domain_id__in=Subquery(entries.values("domain_id")),
         )
         .order_by("added_at", "pk")
-        .values_list("pk", "domain_id", "url")[:ADDITIONS_MAX]
+        .values_list("pk", "domain_id", "url", "kind")[:ADDITIONS_MAX]
     )
     if not waiting:
         return 0
     by_domain: dict[int, list[str]] = {}
-    for _pk, domain_id, url in waiting:
-        by_domain.setdefault(domain_id, []).append(url)
+    rules_by_domain: dict[int, list[str]] = {}
+    for _pk, domain_id, url, kind in waiting:
+        target = rules_by_domain if kind == NextRunAddition.Kind.RULE else by_domain
+        target.setdefault(domain_id, []).append(url)
+    if rules_by_domain:
+        _give_rules(run, rules_by_domain)
     changed = []
     for entry in entries.filter(domain_id__in=list(by_domain)).only("pk", "seeds", "domain_id"):
         entry.seeds = "\n".join(dict.fromkeys([*entry.seed_urls, *by_domain[entry.domain_id]]))
         changed.append(entry)
     JobConfiguration.objects.bulk_update(changed, ["seeds"], batch_size=500)
-    NextRunAddition.objects.filter(pk__in=[pk for pk, _domain, _url in waiting]).update(consumed_by=run)
+    NextRunAddition.objects.filter(pk__in=[pk for pk, *_rest in waiting]).update(consumed_by=run)
     return len(waiting)
+
+
+def _give_rules(run: HarvestRun, rules_by_domain: dict[int, list[str]]) -> None:
+    """Add the accept rules to the frozen settings of the run's jobs that crawl their domains."""
+    domains_of_job: dict[int, set[int]] = {}
+    pairs = JobConfiguration.objects.filter(job__run=run, domain_id__in=list(rules_by_domain))
+    for job_id, domain_id in pairs.values_list("job_id", "domain_id"):
+        domains_of_job.setdefault(job_id, set()).add(domain_id)
+    jobs = list(Job.objects.filter(pk__in=list(domains_of_job)).only("pk", "template_settings"))
+    for job in jobs:
+        rules = [rule for domain_id in sorted(domains_of_job[job.pk]) for rule in rules_by_domain[domain_id]]
+        settings = dict(job.template_settings or {})
+        settings["accept_rules"] = list(dict.fromkeys([*settings.get("accept_rules", []), *rules]))
+        job.template_settings = settings
+    Job.objects.bulk_update(jobs, ["template_settings"], batch_size=500)
 
 
 def next_run_additions(definition: HarvestDefinition, *, limit: int = 200) -> list[NextRunAddition]:

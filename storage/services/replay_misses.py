@@ -20,7 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from harvest.models import Domain, HarvestDefinition
+from harvest.models import Domain, HarvestDefinition, NextRunAddition
 from harvest.services.additions import next_run_additions_add
 from storage.models import Capture, MissKind, ReplayMiss
 from storage.models_misses import MISS_URL_MAX
@@ -129,9 +129,12 @@ def _domain_for(miss: ReplayMiss) -> Domain | None:
 
 
 @transaction.atomic
-def replay_misses_add_to_next_run(*, definition: HarvestDefinition, miss_ids: list[int], user) -> list:
-    """Add misses (of jobs of ``definition``) as extra seeds of its next run; refuses an empty choice and
-    misses of other definitions' jobs, changing nothing."""
+def replay_misses_add_to_next_run(
+    *, definition: HarvestDefinition, miss_ids: list[int], user, as_rules: bool = False
+) -> list:
+    """Add misses (of jobs of ``definition``) to its next run, as extra seeds or (``as_rules``) as accept
+    rules of their folders; refuses an empty choice and misses of other definitions' jobs, changing
+    nothing."""
     miss_ids = sorted(set(miss_ids))
     if not miss_ids:
         raise ValidationError(_("Choose at least one missed URL to add to the next run."), code="empty")
@@ -152,4 +155,10 @@ def replay_misses_add_to_next_run(*, definition: HarvestDefinition, miss_ids: li
         raise ValidationError(
             _("None of the chosen URLs belongs to a domain the archive plans."), code="no_domain"
         )
-    return next_run_additions_add(definition=definition, urls=urls, user=user, reason=_("missed in replay"))
+    return next_run_additions_add(
+        definition=definition,
+        urls=urls,
+        user=user,
+        reason=_("missed in replay"),
+        kind=NextRunAddition.Kind.RULE if as_rules else NextRunAddition.Kind.SEED,
+    )

@@ -166,15 +166,20 @@ class DefinitionMissesAddView(AreaRequiredMixin, View):
                 return redirect(back)
             ids = [int(value) for value in values]
         try:
-            added = replay_misses_add_to_next_run(definition=definition, miss_ids=ids, user=request.user)
+            added = replay_misses_add_to_next_run(
+                definition=definition,
+                miss_ids=ids,
+                user=request.user,
+                as_rules=request.POST.get("as") == "rule",
+            )
         except ValidationError as error:
             messages.error(request, " ".join(error.messages))
             return redirect(back)
-        messages.success(
-            request,
-            _("%(count)d URL(s) will be extra seeds of the next run of %(definition)s.")
-            % {"count": len(added), "definition": definition.name},
-        )
+        if request.POST.get("as") == "rule":
+            message = _("%(count)d accept rule(s) will be in the next run of %(definition)s.")
+        else:
+            message = _("%(count)d URL(s) will be extra seeds of the next run of %(definition)s.")
+        messages.success(request, message % {"count": len(added), "definition": definition.name})
         return redirect(back)
 
 

@@ -309,3 +309,43 @@ def test_only_curators_add_and_only_they_see_the_buttons(client, job, misses):
         html = client.get(reverse("quality:job_quality", kwargs={"pk": job.pk})).content.decode()
         assert ('id="misses-add-all"' in html) is buttons, role
         assert "www.alpha.fr/logo.png" in html
+
+
+def test_misses_added_as_rules_bring_their_folders_into_the_next_run_s_scope(client, job, misses):
+    import re2
+
+    from harvest.crawler.scope import Scope
+    from harvest.services.launcher import launch_due
+
+    definition = job.harvest_definition
+    chosen = [misses["http://cdn.beta.fr/font.woff2"].pk, misses["http://www.alpha.fr/logo.png"].pk]
+    answer = curator_adds(client, definition, {"miss": chosen, "as": "rule"})
+    assert any("2 accept rule(s)" in str(note) for note in answer.wsgi_request._messages)
+    rules = dict(NextRunAddition.objects.values_list("url", "kind"))
+    assert rules == {r"^https?://cdn\.beta\.fr/": "rule", r"^https?://www\.alpha\.fr/": "rule"}
+    page = client.get(reverse("quality:definition_misses", kwargs={"pk": definition.pk})).content.decode()
+    assert "accept rule" in page and "waiting for the next run" in page
+
+    definition_run_now(definition=definition)
+    (run,) = launch_due()
+    (next_job,) = Job.objects.filter(run=run)
+    accept = next_job.template_settings["accept_rules"]
+    assert set(rules) <= set(accept)
+    assert not any("font.woff2" in url for entry in next_job.configurations.all() for url in entry.seed_urls)
+    # The job's crawler takes the missed font in, though the CDN is outside the site's host.
+    scope = Scope(seeds=["http://www.alpha.fr/news/"], policy="host", accept=accept)
+    assert scope.decide("http://cdn.beta.fr/font.woff2", "L") is None
+    assert scope.decide("http://cdn.gamma.fr/font.woff2", "L") == "out-of-scope"
+    assert all(re2.compile(rule) for rule in accept)
+
+
+def test_a_rule_is_the_escaped_folder_of_the_url_never_a_pattern_of_its_own():
+    import re
+
+    from harvest.services.additions import folder_rule
+
+    rule = folder_rule("http://Evil.fr/a(b*|.*/x[1].png?q=(.*)")
+    assert rule == r"^https?://evil\.fr/a\(b\*\|\.\*/"
+    assert re.search(rule, "http://evil.fr/a(b*|.*/other.png")
+    assert not re.search(rule, "http://evil.fr/aab/other.png")
+    assert folder_rule("https://cdn.example.org") == r"^https?://cdn\.example\.org/"
