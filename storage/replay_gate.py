@@ -36,7 +36,8 @@ from http.cookies import CookieError, SimpleCookie  # noqa: E402
 from pathlib import Path  # noqa: E402
 from urllib.parse import parse_qs, quote  # noqa: E402
 
-from gevent.pool import Pool  # noqa: E402
+import gevent  # noqa: E402
+from gevent.queue import Full, Queue  # noqa: E402
 
 try:  # run as a script (manage.py replay), its own directory is on the path
     from replay_ticket import COOKIE, miss_signature, ticket_profile
@@ -47,7 +48,9 @@ GATE_CONFIG = "gate.json"
 TICKET_PATH = "/_ticket"
 # pywb's address of a capture: /coll/<timestamp><modifier>/<url>; the modifier "id_" is the raw bytes.
 _STAMP = re.compile(r"^(\d*)([a-z]{2}_)?$")
-MISS_REPORTS_AT_ONCE = 8  # reports being sent; more misses at that moment are not reported
+# Reports waiting to be sent, one at a time by one sender (a page's misses come in bursts; the application
+# records them one after the other): more misses at that moment are not reported.
+MISS_REPORTS_WAITING = 200
 MISS_FIELD_MAX = 2200  # characters of a URL or Referer in a report
 
 logger = logging.getLogger("webarchive.replay_gate")
@@ -90,7 +93,8 @@ class ReplayGate:
         self.address_header = config.get("client_address_header", "")
         self.secure = config.get("secure_cookie", False)
         self.misses_url = config.get("misses_url", "")
-        self.reports = Pool(MISS_REPORTS_AT_ONCE)
+        self.reports: Queue = Queue(maxsize=MISS_REPORTS_WAITING)
+        self.sender = None  # the greenlet sending them, started with the first miss
 
     def client_address(self, environ) -> str:
         if self.address_header:
@@ -149,7 +153,7 @@ class ReplayGate:
         referer = environ.get("HTTP_REFERER", "")[:MISS_FIELD_MAX]
 
         def start(status, headers, exc_info=None):
-            if status.startswith("404") and not self.reports.full():
+            if status.startswith("404"):
                 report = {
                     "url": raw_rest.partition("/")[2][:MISS_FIELD_MAX],
                     "stamp": match.group(1)[:14],
@@ -157,10 +161,23 @@ class ReplayGate:
                     "referer": referer,
                     "destination": environ.get("HTTP_SEC_FETCH_DEST", "")[:20],
                 }
-                self.reports.spawn(self.report_miss, report)
+                self.queue_report(report)
             return start_response(status, headers, exc_info) if exc_info else start_response(status, headers)
 
         return start
+
+    def queue_report(self, report: dict) -> None:
+        try:
+            self.reports.put_nowait(report)
+        except Full:
+            return
+        if self.sender is None or self.sender.dead:
+            self.sender = gevent.spawn(self.send_reports)
+
+    def send_reports(self) -> None:
+        """Send the waiting reports one after the other, until none is left."""
+        while not self.reports.empty():
+            self.report_miss(self.reports.get_nowait())
 
     def report_miss(self, report: dict) -> None:
         body = json.dumps(report).encode()

@@ -40,10 +40,22 @@ def wait_for_misses(count: int, seconds: float = 30) -> list[ReplayMiss]:
     pytest.fail(f"{count} misses expected, {ReplayMiss.objects.count()} recorded")
 
 
+@pytest.fixture
+def planning_defaults(transactional_db):
+    """The default channels and templates (harvest migration 0002): an earlier transactional test of the
+    run may have flushed them."""
+    from django.apps import apps
+
+    from harvest.defaults import planning_defaults_ensure
+
+    planning_defaults_ensure(apps)
+
+
 def test_a_miss_browsed_in_pywb_becomes_a_seed_of_the_next_run(
     page,
     live_server,
     pywb_replay,  # noqa: F811  (the fixture imported above)
+    planning_defaults,
     make_domain,
     selective,
 ):
