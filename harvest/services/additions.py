@@ -101,13 +101,22 @@ def next_run_additions_feed(*, definition: HarvestDefinition, run: HarvestRun) -
         target.setdefault(domain_id, []).append(url)
     if rules_by_domain:
         _give_rules(run, rules_by_domain)
-    changed = []
-    for entry in entries.filter(domain_id__in=list(by_domain)).only("pk", "seeds", "domain_id"):
-        entry.seeds = "\n".join(dict.fromkeys([*entry.seed_urls, *by_domain[entry.domain_id]]))
-        changed.append(entry)
-    JobConfiguration.objects.bulk_update(changed, ["seeds"], batch_size=500)
+    run_seeds_add(run=run, seeds_by_domain=by_domain)
     NextRunAddition.objects.filter(pk__in=[pk for pk, *_rest in waiting]).update(consumed_by=run)
     return len(waiting)
+
+
+def run_seeds_add(*, run: HarvestRun, seeds_by_domain: dict[int, list[str]]) -> None:
+    """Add URLs to the seeds of a just-launched run's site crawls of their domains (by domain id), each
+    seed once, in bulk (replay misses, news articles)."""
+    if not seeds_by_domain:
+        return
+    entries = JobConfiguration.objects.filter(job__run=run, domain_id__in=list(seeds_by_domain))
+    changed = []
+    for entry in entries.only("pk", "seeds", "domain_id"):
+        entry.seeds = "\n".join(dict.fromkeys([*entry.seed_urls, *seeds_by_domain[entry.domain_id]]))
+        changed.append(entry)
+    JobConfiguration.objects.bulk_update(changed, ["seeds"], batch_size=500)
 
 
 def _give_rules(run: HarvestRun, rules_by_domain: dict[int, list[str]]) -> None:

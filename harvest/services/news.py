@@ -18,6 +18,7 @@ from django.utils.translation import gettext as _
 from harvest.choices import DedupPolicy, DepthPolicy, HarvestKind, Unit
 from harvest.crawler.urls import fingerprint
 from harvest.models import HarvestDefinition, HarvestRun, JobConfiguration, NewsArticle, Schedule
+from harvest.services.additions import run_seeds_add
 
 MAX_URL = 2000  # longer URLs are not remembered (the unique index holds the URL)
 # What a news job's frozen template says, whatever its configurations' template: the front page and
@@ -181,11 +182,7 @@ def news_feed_run(*, definition: HarvestDefinition, run: HarvestRun) -> int:
     by_domain: dict[int, list[str]] = {}
     for _pk, domain_id, url in articles:
         by_domain.setdefault(domain_id, []).append(url)
-    changed = []
-    for entry in entries.filter(domain_id__in=list(by_domain)).only("pk", "seeds", "domain_id"):
-        entry.seeds = "\n".join(dict.fromkeys([*entry.seed_urls, *by_domain[entry.domain_id]]))
-        changed.append(entry)
-    JobConfiguration.objects.bulk_update(changed, ["seeds"], batch_size=500)
+    run_seeds_add(run=run, seeds_by_domain=by_domain)
     NewsArticle.objects.filter(pk__in=[pk for pk, _domain, _url in articles]).update(fed_to=run)
     return len(articles)
 
