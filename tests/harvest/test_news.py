@@ -46,6 +46,11 @@ def _crawl_settings(settings):
 @pytest.fixture
 def news_setup(site):
     """A daily deeper definition and a news definition every 15 minutes feeding it, on the test site."""
+    from django.apps import apps
+
+    from harvest.defaults import planning_defaults_ensure
+
+    planning_defaults_ensure(apps)  # an earlier transactional test may have flushed them
     site.news_edition = 1
     template = template_save(
         name="news-test", depth_policy="host", min_delay=0.0, max_delay=0.0, delay_factor=0.0
