@@ -123,13 +123,15 @@ def test_a_site_s_end_waits_for_the_job_s_lock_only_for_its_last_statements():
 
 
 def _wait_for_lock_wait(*, on_table: str) -> None:
-    """Until another connection of this database waits for a row lock of ``on_table``."""
+    """Until another connection of this database waits for a row lock of ``on_table``: a SELECT of its
+    rows waiting on a lock (only a locking SELECT waits). Matched on the query's start: PostgreSQL
+    keeps only its first 1 kB (track_activity_query_size), shorter than a SELECT of every column."""
     for _ in range(1200):
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
                 " AND wait_event_type = 'Lock' AND query LIKE %s",
-                [f'%FROM "{on_table}" WHERE%FOR UPDATE%'],
+                [f'SELECT "{on_table}".%'],
             )
             if cursor.fetchone()[0]:
                 return
