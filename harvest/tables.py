@@ -102,7 +102,7 @@ class JobTable(Table):
         Column("created_at", _("Created"), time_format=MINUTES, wide=True),
         Column("submitted_at", _("Submitted"), time_format=MINUTES, wide=True),
         Column("started_at", _("Started"), time_format=MINUTES, wide=True),
-        Column("ended_at", _("Ended"), time_format=MINUTES),
+        Column("ended_at", _("Ended"), time_format=MINUTES, wide=True),
     )
 
 

@@ -6,6 +6,7 @@ import io
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.db import connection
 
 from harvest.models import HarvestDefinition
 from harvest.services.launcher import definition_launch
@@ -52,6 +53,13 @@ def test_the_record_and_job_lists_fit_a_phone(phone):
     from tests.browser.test_librarian import existing_record
 
     existing_record(username="curator", collection="News and press", url=long_url, theme="National news")
+    # An archive that has crawled for years numbers its jobs in the hundreds of thousands.
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT setval(pg_get_serial_sequence('harvest_job', 'id'), 987654)")
+        else:
+            cursor.execute("DELETE FROM sqlite_sequence WHERE name = 'harvest_job'")
+            cursor.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('harvest_job', 987654)")
     definition = HarvestDefinition.objects.get(name="Test website weekly")
     definition_run_now(definition=definition, user=get_user_model().objects.get(username="curator"))
     definition_launch(definition_id=definition.pk)
