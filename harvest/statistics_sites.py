@@ -5,7 +5,7 @@ crawls (:class:`~harvest.models.JobConfiguration`) behind a queryset of job stat
 count each domain once, in the size class of all its URLs. A broad crawl has millions of site
 crawls, so the reports read them from :class:`~harvest.models.PeriodStatistics`, computed from
 these when a job's statistics are (harvest.services.period_statistics), and call them directly only
-for selections no period row describes (a harvest definition, a collection, a run).
+for selections no period row describes (one collection, a run, dates, a kind of crawl…).
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ def sites_of(statistics):
 def domains_harvested(statistics) -> int:
     """The distinct domains that yielded URLs in these statistics' site crawls."""
     return sites_of(statistics).filter(urls_done__gt=0).aggregate(n=Count("domain", distinct=True))["n"]
+
+
+def domains_in_collections(statistics) -> int:
+    """The distinct domains that yielded URLs in the sites of these statistics selected in any
+    collection: what the collections' shares of the same jobs count together."""
+    sites = sites_of(statistics).filter(urls_done__gt=0, configuration__source_collection__isnull=False)
+    return sites.aggregate(n=Count("domain", distinct=True))["n"]
 
 
 def domains_by_group(statistics, fields: tuple[str, ...]) -> dict[tuple, int]:

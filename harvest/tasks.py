@@ -63,12 +63,13 @@ def compute_statistics(job_id: int) -> None:
 
 
 @shared_task(name="harvest.refresh_period_statistics", **STATISTICS_TASK)
-def refresh_period_statistics(year: int, month: int) -> None:
+def refresh_period_statistics(year: int, month: int, definition: int = 0) -> None:
     """Compute a period's domain figures again if its job statistics have changed since (once for a
-    burst of jobs ending together: the first task counts them all, the others find it right)."""
+    burst of jobs ending together: the first task counts them all, the others find it right);
+    ``definition``: the period of that harvest definition's jobs only."""
     from harvest.services.period_statistics import Period, period_statistics_current
 
-    period_statistics_current(Period(year, month), wait=True)
+    period_statistics_current(Period(year, month, definition), wait=True)
 
 
 @shared_task(name="harvest.preload", ignore_result=True, acks_late=True, reject_on_worker_lost=True)

@@ -112,10 +112,25 @@ class PeriodStatistics(models.Model):
     broad crawl), so it is done once, when a job's statistics are computed, and kept here. A row is
     good for as long as the period's job statistics are those it was computed from (its
     ``statistics_count`` and ``statistics_last``) with the size classes it was computed with.
+
+    A row with a ``harvest_definition`` holds the same figures for that definition's jobs only (every
+    year, or one year; never a month): the tables filtered by a harvest definition read it. Per
+    harvest definition, run, collection and month, the domains counted once within the period (the
+    ``*_domains`` maps, keyed by id or "year-month") serve the tables grouped by them; empty in a row
+    computed before they existed (it is then stale, and computed again).
     """
 
     year = models.PositiveSmallIntegerField(_("year"), help_text=_("0: every year."))
     month = models.PositiveSmallIntegerField(_("month"), help_text=_("0: the whole year."))
+    harvest_definition = models.ForeignKey(
+        HarvestDefinition,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="+",
+        verbose_name=_("harvest definition"),
+        help_text=_("Empty: every harvest definition. Otherwise the jobs of this one only."),
+    )
     statistics_count = models.BigIntegerField(_("job statistics counted"))
     statistics_last = models.BigIntegerField(_("last job statistics counted"))
     size_bounds = models.JSONField(_("size class bounds"))
@@ -123,6 +138,13 @@ class PeriodStatistics(models.Model):
     kind_domains = models.JSONField(_("domains harvested by kind of crawl"))
     size_classes = models.JSONField(_("domains by size class"))
     top_domains = models.JSONField(_("top domains"))
+    definition_domains = models.JSONField(_("domains harvested by harvest definition"), null=True)
+    run_domains = models.JSONField(_("domains harvested by run"), null=True)
+    collection_domains = models.JSONField(_("domains harvested by collection"), null=True)
+    collection_shares_domains = models.BigIntegerField(
+        _("domains harvested in the collections' shares"), null=True
+    )
+    month_domains = models.JSONField(_("domains harvested by month"), null=True)
     computed_at = models.DateTimeField(_("computed at"), auto_now=True)
 
     stale = False  # set when read: the period's statistics have changed since, a refresh is on its way
@@ -130,7 +152,21 @@ class PeriodStatistics(models.Model):
     class Meta:
         verbose_name = _("period statistics")
         verbose_name_plural = _("period statistics")
-        constraints = [models.UniqueConstraint(fields=["year", "month"], name="period_statistics_unique")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["year", "month"],
+                condition=Q(harvest_definition__isnull=True),
+                name="period_statistics_unique",
+            ),
+            models.UniqueConstraint(
+                fields=["year", "month", "harvest_definition"], name="period_statistics_definition_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(harvest_definition__isnull=True) | Q(month=0),
+                name="period_statistics_definition_no_month",
+            ),
+        ]
 
     def __str__(self):
-        return f"{self.year or '*'}-{self.month or '*'}"
+        period = f"{self.year or '*'}-{self.month or '*'}"
+        return f"{period} {self.harvest_definition_id}" if self.harvest_definition_id else period

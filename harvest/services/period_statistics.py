@@ -8,16 +8,21 @@ computed from (how many job statistics rows of the period and the newest one, wi
 of the time), so a reader tells in one indexed count whether it is still right; one that is not (a
 refresh still on its way, statistics computed again elsewhere) is shown as of when it was computed
 and sent for refreshing.
+
+A period is also kept for one harvest definition (every year, or one year): the tables filtered by
+a definition read it, refreshed the same way when a job of the definition gets its statistics (its
+year) or when read stale (every year). Within each period, the domains per harvest definition, run,
+collection and month are kept too (one grouped count each), for the tables grouped by them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Q
 from django.db.models.functions import ExtractMonth
 from django.utils import timezone
 
@@ -30,18 +35,31 @@ TOP_KEPT = 100  # top domains kept per period: the year's export shows 100, the 
 
 @dataclass(frozen=True)
 class Period:
-    """Every year (year 0), one year (month 0) or one month of a year."""
+    """Every year (year 0), one year (month 0) or one month of a year; of every harvest definition
+    (definition 0) or of one (every year or one year). ``shares``: the statistics read with it are
+    the collections' shares of the period's jobs, not the whole jobs (the same stored row)."""
 
     year: int = 0
     month: int = 0
+    definition: int = 0
+    shares: bool = field(default=False, compare=False)
 
     def __post_init__(self):
         if not 0 <= self.month <= 12 or (self.month and not self.year):
             raise ValueError(f"not a period: year {self.year}, month {self.month}")
+        if self.definition and self.month:
+            raise ValueError(f"not a period: a harvest definition's month ({self.year}-{self.month})")
+
+    @property
+    def task_arguments(self) -> tuple[int, ...]:
+        """The arguments of harvest.refresh_period_statistics for this period."""
+        return (self.year, self.month, self.definition) if self.definition else (self.year, self.month)
 
     def statistics(self):
         """The whole-job statistics of the period (collection shares excluded)."""
         rows = JobStatistics.objects.filter(collection__isnull=True)
+        if self.definition:
+            rows = rows.filter(harvest_definition=self.definition)
         if self.year:
             rows = rows.filter(year=self.year)
         if self.month:
@@ -56,6 +74,28 @@ def _fingerprints(periods: set[Period]) -> dict[Period, tuple[int, int]]:
     if Period() in periods:
         row = whole.aggregate(n=Count("pk"), last=Max("pk"))
         result[Period()] = (row["n"], row["last"] or 0)
+    if definitions := {period.definition for period in periods if period.definition and not period.year}:
+        rows = (
+            whole.filter(harvest_definition__in=definitions)
+            .values("harvest_definition")
+            .annotate(n=Count("pk"), last=Max("pk"))
+            .order_by()
+        )
+        found = {row["harvest_definition"]: (row["n"], row["last"]) for row in rows}
+        result.update({Period(definition=d): found.get(d, (0, 0)) for d in definitions})
+    if of_years := {period for period in periods if period.definition and period.year}:
+        rows = (
+            whole.filter(
+                harvest_definition__in={period.definition for period in of_years},
+                year__in={period.year for period in of_years},
+            )
+            .values("harvest_definition", "year")
+            .annotate(n=Count("pk"), last=Max("pk"))
+            .order_by()
+        )
+        found = {Period(row["year"], 0, row["harvest_definition"]): (row["n"], row["last"]) for row in rows}
+        result.update({period: found.get(period, (0, 0)) for period in of_years})
+    periods = {period for period in periods if not period.definition}
     if years := {period.year for period in periods if period.year and not period.month}:
         rows = whole.filter(year__in=years).values("year").annotate(n=Count("pk"), last=Max("pk")).order_by()
         found = {row["year"]: (row["n"], row["last"]) for row in rows}
@@ -81,11 +121,14 @@ def period_statistics_current(*periods: Period, wait: bool = False) -> dict[Peri
     again now (the task itself)."""
     wanted = set(periods)
     fingerprints = _fingerprints(wanted)
+    definitions = {period.definition for period in wanted if period.definition}
     rows = {}
     for row in PeriodStatistics.objects.filter(
-        year__in={period.year for period in wanted}, month__in={period.month for period in wanted}
+        Q(harvest_definition__isnull=True) | Q(harvest_definition__in=definitions),
+        year__in={period.year for period in wanted},
+        month__in={period.month for period in wanted},
     ):
-        rows[Period(row.year, row.month)] = row
+        rows[Period(row.year, row.month, row.harvest_definition_id or 0)] = row
     result = {}
     for period in wanted:
         row = rows.get(period)
@@ -93,44 +136,60 @@ def period_statistics_current(*periods: Period, wait: bool = False) -> dict[Peri
             row is not None
             and (row.statistics_count, row.statistics_last) == fingerprints[period]
             and row.size_bounds == settings.REPORT_SIZE_CLASSES
+            and row.run_domains is not None  # computed before the groups' figures were kept
         )
         if row is None or (wait and not fresh):
-            row = period_statistics_refresh(year=period.year, month=period.month)
+            row = period_statistics_refresh(
+                year=period.year, month=period.month, definition=period.definition
+            )
         elif not fresh:
             row.stale = True
             # Once per change of the period's statistics, however many pages see it stale meanwhile.
             count, last = fingerprints[period]
-            if cache.add(f"period-refresh:{period.year}:{period.month}:{count}:{last}", 1, 600):
-                enqueue("harvest.refresh_period_statistics", period.year, period.month)
+            key = f"period-refresh:{period.year}:{period.month}:{period.definition}:{count}:{last}"
+            if cache.add(key, 1, 600):
+                enqueue("harvest.refresh_period_statistics", *period.task_arguments)
         result[period] = row
     return result
 
 
-def period_statistics_refresh(*, year: int, month: int = 0) -> PeriodStatistics:
+def _by_id(counts: dict[tuple, int]) -> dict[str, int]:
+    """Domains per group of one id, keyed by the id as a string (JSON keys); sites of no group left out."""
+    return {str(key): n for (key,), n in counts.items() if key is not None}
+
+
+def period_statistics_refresh(*, year: int, month: int = 0, definition: int = 0) -> PeriodStatistics:
     """Compute a period's figures from its site crawls and store them (replacing the earlier ones)."""
-    period = Period(year, month)
+    period = Period(year, month, definition)
     # Read before the figures: a job whose statistics land in between is then counted by the figures
     # but not by the fingerprint, so the row looks stale and is computed again, never the reverse.
     count, last = _fingerprints({period})[period]
     statistics = period.statistics()
     bounds = list(settings.REPORT_SIZE_CLASSES)
+    by_group = statistics_sites.domains_by_group
     figures = {
         "statistics_count": count,
         "statistics_last": last,
         "size_bounds": bounds,
         "domains": statistics_sites.domains_harvested(statistics),
-        "kind_domains": {
-            kind: n for (kind,), n in statistics_sites.domains_by_group(statistics, ("kind",)).items()
-        },
+        "kind_domains": {kind: n for (kind,), n in by_group(statistics, ("kind",)).items()},
         "size_classes": statistics_sites.domain_sizes(statistics, bounds),
         "top_domains": {
             by: statistics_sites.top_domains(statistics, by=by, limit=TOP_KEPT) for by in ("urls", "bytes")
         },
+        "definition_domains": _by_id(by_group(statistics, ("harvest_definition",))),
+        "run_domains": _by_id(by_group(statistics, ("run",))),
+        "collection_domains": _by_id(by_group(statistics, ("collection",))),
+        "collection_shares_domains": statistics_sites.domains_in_collections(statistics),
+        "month_domains": {
+            f"{year_}-{month_}": n for (year_, month_), n in by_group(statistics, ("year", "month")).items()
+        },
     }
+    scope = {"year": year, "month": month, "harvest_definition_id": definition or None}
     try:
         with transaction.atomic():
-            row, _new = PeriodStatistics.objects.update_or_create(year=year, month=month, defaults=figures)
+            row, _new = PeriodStatistics.objects.update_or_create(**scope, defaults=figures)
     except IntegrityError:  # another refresh created the row meanwhile: ours is as new as its
-        PeriodStatistics.objects.filter(year=year, month=month).update(**figures, computed_at=timezone.now())
-        row = PeriodStatistics.objects.get(year=year, month=month)
+        PeriodStatistics.objects.filter(**scope).update(**figures, computed_at=timezone.now())
+        row = PeriodStatistics.objects.get(**scope)
     return row

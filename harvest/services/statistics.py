@@ -195,9 +195,12 @@ def job_statistics_compute(*, job_id: int, refresh_periods: bool = True) -> JobS
         )
         if collection_id is None:
             whole = row
-    # The domain figures of its year and month (harvest.services.period_statistics), on a worker.
-    for month in (0, timezone.localtime(job.ended_at).month) if refresh_periods else ():
-        enqueue("harvest.refresh_period_statistics", common["year"], month)
+    # The domain figures of its year and month, and of its definition's year
+    # (harvest.services.period_statistics), on a worker.
+    if refresh_periods:
+        for month in (0, timezone.localtime(job.ended_at).month):
+            enqueue("harvest.refresh_period_statistics", common["year"], month)
+        enqueue("harvest.refresh_period_statistics", common["year"], 0, job.harvest_definition_id)
     return whole
 
 

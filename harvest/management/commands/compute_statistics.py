@@ -13,7 +13,8 @@ class Command(BaseCommand):
     help = (
         "Compute the statistics of ended jobs again (they are computed when a job ends): the given jobs,"
         " the jobs of a year, or all ended jobs; or only the domain figures of every year and month"
-        " (--periods: after an upgrade, or a change of REPORT_SIZE_CLASSES)."
+        " (--periods: every year and month, every year together, and each harvest definition's years;"
+        " after an upgrade, or a change of REPORT_SIZE_CLASSES)."
     )
 
     def add_arguments(self, parser):
@@ -23,23 +24,29 @@ class Command(BaseCommand):
         parser.add_argument(
             "--periods",
             action="store_true",
-            help="only the domain figures of every year and month with statistics",
+            help="only the domain figures of every year and month with statistics, of every year, and of"
+            " each harvest definition (every year and each year)",
         )
 
     def handle(self, *args, jobs, year, all, periods, **options):
         if bool(jobs) + bool(year) + bool(all) + bool(periods) != 1:
             raise CommandError("Give job ids, --year YEAR, --all or --periods (one of them).")
         if periods:
+            whole = JobStatistics.objects.filter(collection__isnull=True)
             every = {
                 Period(row["year"], month)
-                for row in JobStatistics.objects.filter(collection__isnull=True)
-                .annotate(month=ExtractMonth("ended_at"))
-                .values("year", "month")
-                .distinct()
+                for row in whole.annotate(month=ExtractMonth("ended_at")).values("year", "month").distinct()
                 for month in (0, row["month"])
             }
-            self.refresh(every)
-            self.stdout.write(f"{len(every)} period(s) refreshed.")
+            definitions = {
+                Period(year, 0, row["harvest_definition"])
+                for row in whole.values("harvest_definition", "year").distinct()
+                for year in (0, row["year"])
+            }
+            if every:
+                every.add(Period())
+            self.refresh(every | definitions)
+            self.stdout.write(f"{self.counted(every | definitions)} refreshed.")
             return
         ended = Job.objects.filter(ended_at__isnull=False)
         if jobs:
@@ -56,11 +63,22 @@ class Command(BaseCommand):
         for job_id in ended.order_by("pk").values_list("pk", flat=True).iterator():
             whole = job_statistics_compute(job_id=job_id, refresh_periods=False)
             month = timezone.localtime(whole.ended_at).month
-            touched.update({Period(whole.year), Period(whole.year, month)})
+            touched.update(
+                {
+                    Period(whole.year),
+                    Period(whole.year, month),
+                    Period(whole.year, 0, whole.harvest_definition_id),
+                }
+            )
             count += 1
         self.refresh(touched)  # each period once, not once per job
-        self.stdout.write(f"Statistics computed for {count} job(s), {len(touched)} period(s) refreshed.")
+        self.stdout.write(f"Statistics computed for {count} job(s), {self.counted(touched)} refreshed.")
+
+    @staticmethod
+    def counted(periods: set[Period]) -> str:
+        definitions = sum(1 for period in periods if period.definition)
+        return f"{len(periods) - definitions} period(s) and {definitions} harvest definition period(s)"
 
     def refresh(self, periods: set[Period]) -> None:
-        for period in sorted(periods, key=lambda period: (period.year, period.month)):
-            period_statistics_refresh(year=period.year, month=period.month)
+        for period in sorted(periods, key=lambda period: (period.definition, period.year, period.month)):
+            period_statistics_refresh(year=period.year, month=period.month, definition=period.definition)
