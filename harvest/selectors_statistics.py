@@ -4,9 +4,10 @@ Every function takes a queryset of :class:`~harvest.models.JobStatistics` rows, 
 (:class:`harvest.filtersets.StatisticsFilterSet`): either whole jobs, or the shares of one
 collection. Sums are one grouped query whatever the number of jobs. Domains counted once across
 jobs come from the site crawls (harvest.statistics_sites), or, when the caller says the rows are
-all the whole jobs of a period (``period``), from that period's stored figures
-(harvest.services.period_statistics): the dashboard and the unfiltered tables never read the
-millions of site crawls of a broad crawl.
+all the whole jobs of a period (``period``: every year or one, of every harvest definition or of
+one; or with ``shares`` the collections' shares of those jobs), from that period's stored figures
+(harvest.services.period_statistics): the dashboard, the unfiltered tables and the tables filtered
+by a year and a harvest definition never read the millions of site crawls of a broad crawl.
 """
 
 from __future__ import annotations
@@ -61,26 +62,50 @@ def totals(statistics, period: Period | None = None) -> dict:
     """Sums over the statistics, with the distinct domains harvested and the number of jobs
     (``period``: the statistics are all the whole jobs of that period)."""
     row = statistics.aggregate(**_sums(), jobs=Count("job", distinct=True))
-    row["domains"] = (
-        period_statistics_current(period)[period].domains
-        if period
-        else statistics_sites.domains_harvested(statistics)
-    )
+    stored = _stored(period)
+    if stored is None:
+        row["domains"] = statistics_sites.domains_harvested(statistics)
+    else:
+        row["domains"] = stored.collection_shares_domains if period.shares else stored.domains
     return _finish(row)
+
+
+def _stored(period: Period | None):
+    """The period's stored figures (None: no period, or a row computed before the groups' figures)."""
+    if period is None:
+        return None
+    row = period_statistics_current(period)[period]
+    return None if row.run_domains is None else row
+
+
+# The stored map of domains per group, and which of the group's fields is its key there.
+STORED_GROUPS = {"definition": ("definition_domains", 0), "run": ("run_domains", 2)}
 
 
 def _group_domains(statistics, by: str, rows: list[dict], period: Period | None) -> dict[tuple, int]:
     """Distinct domains harvested per group: a domain crawled by several jobs of a group counts once."""
     fields = GROUPS[by][1]
+    keys = {tuple(row[field] for field in fields) for row in rows}
+    if period and period.shares != (by == "collection"):  # no stored figures for these groups
+        period = None
     if by == "job":  # a job's statistics row counts its own domains (collection shares never overlap)
         return {tuple(row[field] for field in fields): row["job_domains"] for row in rows}
-    if period and by in ("year", "month"):  # every whole job of each year (month) is in the rows
-        keys = {tuple(row[field] for field in fields) for row in rows}
+    if period and by == "year":  # every whole job of each year is in the rows
+        current = period_statistics_current(*(Period(year, 0, period.definition) for (year,) in keys))
+        return {key: current[Period(key[0], 0, period.definition)].domains for key in keys}
+    if period and by == "month" and not period.definition:  # each month has its own row
         current = period_statistics_current(*(Period(*key) for key in keys))
         return {key: current[Period(*key)].domains for key in keys}
-    if period and by == "kind":
-        kinds = period_statistics_current(period)[period].kind_domains
-        return {(kind,): n for kind, n in kinds.items()}
+    stored = _stored(period)
+    if stored is not None and by == "month":
+        return {key: stored.month_domains.get(f"{key[0]}-{key[1]}", 0) for key in keys}
+    if stored is not None and by == "kind":
+        return {(kind,): n for kind, n in stored.kind_domains.items()}
+    if stored is not None and by in STORED_GROUPS:
+        name, index = STORED_GROUPS[by]
+        return {key: getattr(stored, name).get(str(key[index]), 0) for key in keys}
+    if stored is not None and by == "collection":
+        return {key: stored.collection_domains.get(str(key[0]), 0) for key in keys}
     return statistics_sites.domains_by_group(statistics, fields)
 
 
@@ -128,7 +153,7 @@ def sizes_of_domains(statistics, period: Period | None = None) -> list[dict]:
     """Domains by size class over these statistics: each domain harvested (URLs > 0) counted once, in
     the class of all the URLs it yielded in them, so that the classes add up to the "domains
     harvested" of :func:`totals` (a job's own statistics keep its per-job classes)."""
-    if period:
+    if period and not period.shares:
         return [dict(row) for row in period_statistics_current(period)[period].size_classes]
     return statistics_sites.domain_sizes(statistics)
 
@@ -170,20 +195,23 @@ def key_label(dimension: str, key: str) -> str:
 
 def top_domains(statistics, *, by: str = "urls", limit: int = 20, period: Period | None = None) -> list[dict]:
     """The domains that yielded the most URLs (or bytes) over these statistics."""
-    if period and limit <= TOP_KEPT:
+    if period and not period.shares and limit <= TOP_KEPT:
         return [dict(row) for row in period_statistics_current(period)[period].top_domains[by][:limit]]
     return statistics_sites.top_domains(statistics, by=by, limit=limit)
 
 
 def period_of(filterset) -> Period | None:
-    """The period whose whole jobs a valid filter set selects (a year, or everything when nothing
-    is filtered), or None when it selects anything else (a definition, a collection, dates…)."""
-    if filterset.by_collection:
-        return None
+    """The period whose whole jobs (or, for the table by collection, whose jobs' collection shares)
+    a valid filter set selects: a year or every year, of one harvest definition or of all; None when
+    it selects anything else (a collection, a run, dates, a kind of crawl…)."""
     given = {name for name, value in filterset.form.cleaned_data.items() if value not in (None, "")}
-    if given - {"year"}:
+    if given - {"year", "harvest_definition"}:
         return None
-    return Period(filterset.form.cleaned_data.get("year") or 0)
+    data = filterset.form.cleaned_data
+    definition = data.get("harvest_definition")
+    return Period(
+        data.get("year") or 0, 0, definition.pk if definition else 0, shares=filterset.by_collection
+    )
 
 
 def state() -> str:

@@ -106,6 +106,7 @@ class StatisticsView(ReportsMixin, TemplateView):
                 "choice": self.choice,
                 "table": table,
                 "totals": stats.totals(self.filterset.qs, period) if valid else None,
+                "domains_as_of": stats.stale_period(period) if period else None,
                 "csv_url": f"{self.request.path}?{query.urlencode()}",
             }
         )
