@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import mmap
 import re
 import zlib
@@ -158,6 +159,139 @@ def read_file_or_error(path: str | Path) -> FileReading | WarcReadError:
         return error
 
 
+# -- a large file in parts: read side by side, joined into the file's reading -------------------------
+
+
+@dataclass(frozen=True)
+class Part:
+    """A stretch of a file read by itself: the whole file (``whole``: :func:`read_file`), or the gzip
+    members that start from the first member at or after ``start`` up to ``end`` (the next part's
+    ``start``, or the file's size)."""
+
+    path: Path
+    start: int
+    end: int
+    whole: bool = False
+
+
+@dataclass
+class PartReading:
+    """The gzip members of a part: from ``start`` (where the first member was found; None: none starts
+    in the part) to ``stop`` (where the last one ends), their entries; or the error or ``simple``
+    False (the file needs the general reader) met on the way. The first part also gives the whole
+    file's SHA-256."""
+
+    part: Part
+    start: int | None
+    stop: int
+    entries: list[Entry]
+    sha256: str = ""
+    error: WarcReadError | None = None
+    simple: bool = True
+
+
+def file_parts(path: str | Path, part_bytes: int) -> list[Part]:
+    """A file cut into parts of about ``part_bytes`` (so that processes reading side by side finish
+    together); a file that is small, not a gzip WARC, or not readable is one whole part.
+
+    The cuts are only where a part starts looking for its first gzip member: :func:`join_parts` checks
+    that each part starts exactly where the previous one stopped, so the parts read together the
+    records one reading of the whole file reads, or the file is read again whole."""
+    path = Path(path).resolve()
+    whole = [Part(path, 0, 0, whole=True)]
+    if part_bytes < 1 or not path.name.endswith(".warc.gz"):
+        return whole
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as stream:
+            magic = stream.read(2)
+    except OSError:
+        return whole
+    count = size // part_bytes
+    if magic != b"\x1f\x8b" or count < 2:
+        return whole
+    cuts = [size * index // count for index in range(count)] + [size]
+    return [Part(path, start, end) for start, end in itertools.pairwise(cuts)]
+
+
+def read_unit(part: Part) -> FileReading | WarcReadError | PartReading:
+    """What a worker process reads: a whole file (:func:`read_file_or_error`) or a part of one."""
+    return read_file_or_error(part.path) if part.whole else read_part(part)
+
+
+def read_part(part: Part) -> PartReading:
+    """The entries of the gzip members of one part of a file (see :func:`file_parts`)."""
+    name = part.path.name
+    reading = PartReading(part, None, part.start, [])
+    try:
+        with part.path.open("rb") as stream:
+            data = mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ)
+            if part.start == 0:
+                stream.seek(0)
+                reading.sha256 = hashlib.file_digest(stream, "sha256").hexdigest()
+    except (OSError, ValueError) as error:
+        reading.error = WarcReadError(name, part.start, f"unreadable ({error})")
+        return reading
+    with data:
+        start = 0 if part.start == 0 else _member_start(name, data, part.start, part.end)
+        if start is None:
+            return reading
+        reading.start = reading.stop = start
+        try:
+            for entry, stop in _scan_members(name, data, start, part.end):
+                if entry is not None:
+                    reading.entries.append(entry)
+                reading.stop = stop
+        except _NotSimple:
+            reading.simple = False
+        except WarcReadError as error:
+            reading.error = error
+    return reading
+
+
+def _member_start(name: str, data: mmap.mmap, start: int, end: int) -> int | None:
+    """The first place at or after ``start`` (before ``end``) where a gzip member holding a WARC record
+    starts; None if there is none (the bytes of a member may look like a gzip header: it must inflate)."""
+    position = start
+    while (found := data.find(b"\x1f\x8b\x08", position, end + 2)) >= 0 and found < end:
+        try:
+            head, _inflated, _next = inflate_member(name, data, found)
+        except WarcReadError:
+            head = b""
+        if head.startswith(b"WARC/"):
+            return found
+        position = found + 1
+    return None
+
+
+def join_parts(parts: list[Part], readings: list) -> FileReading | WarcReadError | None:
+    """The reading of a whole file from the readings of its parts (in file order), the error one reading
+    of the whole file would meet, or None when the file must be read again whole (a member that is
+    not one simple record, a cut the parts do not agree on)."""
+    if len(parts) == 1 and parts[0].whole:
+        return readings[0]
+    path = parts[0].path
+    entries: list[Entry] = []
+    position = 0  # where the members read so far end
+    for part, reading in zip(parts, readings, strict=True):
+        if reading.start is None:  # no member starts in this part: the previous one must cover it
+            if position < part.end:
+                return None
+            continue
+        if reading.start != position:
+            return None
+        if reading.error is not None:
+            return reading.error
+        if not reading.simple:
+            return None
+        entries += reading.entries
+        position = reading.stop
+    size = path.stat().st_size
+    if position != size:
+        return None
+    return FileReading(path, size, readings[0].sha256, entries)
+
+
 def read_entries(path: str | Path) -> Iterator[Entry]:
     """The capture-index entries of one WARC or ARC file, in file order."""
     path = Path(path)
@@ -185,7 +319,7 @@ class _NotSimple(Exception):
 def _gzip_members(name: str, data: mmap.mmap) -> list[Entry] | None:
     """Entries of a gzip-per-record WARC file, or None if it is not one."""
     try:
-        return list(_scan_members(name, data))
+        return [entry for entry, _end in _scan_members(name, data) if entry is not None]
     except _NotSimple:
         return None
 
@@ -221,15 +355,15 @@ def inflate_member(
     return (b"".join(parts) if complete else bytes(head)), inflated, position
 
 
-def _scan_members(name: str, data: mmap.mmap) -> Iterator[Entry]:
-    size = len(data)
-    position = 0
-    while position < size:
+def _scan_members(
+    name: str, data: mmap.mmap, position: int = 0, end: int | None = None
+) -> Iterator[tuple[Entry | None, int]]:
+    """(entry or None, where its member ends) for each member starting from ``position`` before ``end``."""
+    end = len(data) if end is None else end
+    while position < end:
         start = position
         head, inflated, position = inflate_member(name, data, start)
-        entry = _member_entry(name, head, inflated, start, position - start)
-        if entry is not None:
-            yield entry
+        yield _member_entry(name, head, inflated, start, position - start), position
 
 
 @dataclass(slots=True)

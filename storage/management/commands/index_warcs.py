@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 import time
 from collections import deque
@@ -20,7 +21,15 @@ from storage.models_search import SearchAnchor, SearchEntry, SearchText
 from storage.services.fulltext import TextIndexing, file_entries_refresh, texts_store, wanted_documents
 from storage.services.indexing import CdxjSorter, IndexConflict, warc_file_index
 from storage.textextract import read_documents
-from storage.warcindex import WarcReadError, archive_files, cdxj_line, read_file_or_error
+from storage.warcindex import (
+    WarcReadError,
+    archive_files,
+    cdxj_line,
+    file_parts,
+    join_parts,
+    read_file_or_error,
+    read_unit,
+)
 from webarchive.dbstats import analyze_after
 
 
@@ -69,8 +78,10 @@ class Command(BaseCommand):
         failed: list[str] = []
         texts = TextIndexing()
         paths = list(archive_files(paths))
+        units = _units(paths, workers)
         entries_lock = threading.Lock()
-        with _pool(workers, len(paths)) as pool, _storer(pool, workers) as storer:
+        parts = sum(len(file_units) for _path, file_units in units)
+        with _pool(workers, parts) as pool, _storer(pool, workers) as storer:
             pending: deque = deque()  # files whose documents are being read: (path, entries, result)
             storing: deque = deque()  # files whose texts and entries are being stored
 
@@ -81,7 +92,7 @@ class Command(BaseCommand):
                 while storing and (wait or len(storing) > 2 * workers or storing[0].done()):
                     texts.add(storing.popleft().result())
 
-            for path, reading in _readings(paths, pool, workers):
+            for path, reading in _readings(units, pool, workers):
                 try:
                     if isinstance(reading, WarcReadError):
                         raise reading
@@ -148,13 +159,33 @@ class _NoPool:
         return False
 
 
-def _pool(workers: int, files: int):
-    """Processes reading files side by side while this one loads the index: fresh processes, not
-    forks of this one (they must not share its database connection)."""
-    if workers == 1 or files < 2:
+PART_BYTES_MIN = 4 * 1024 * 1024  # a file is read in parts of at least this much
+
+
+def _units(paths: list[Path], workers: int) -> list[tuple[Path, list]]:
+    """Each file and the parts its reading is cut into: about 8 parts a worker over all the files, so
+    that the workers finish together rather than one reading the last large file alone."""
+    if workers == 1:
+        return [(path, file_parts(path, 0)) for path in paths]
+    total = sum(path.stat().st_size for path in paths if path.is_file())
+    part_bytes = max(PART_BYTES_MIN, total // (8 * workers))
+    return [(path, file_parts(path, part_bytes)) for path in paths]
+
+
+def _pool(workers: int, units: int):
+    """Processes reading files side by side while this one loads the index. On Linux, forks of this
+    one (already set up: they start at once); they never touch the database, and exit without
+    running this process's clean-ups. The connection is closed before the fork when no transaction
+    holds it (it is opened again when needed), so that no child even holds its socket."""
+    if workers == 1 or units < 2:
         return _NoPool()
-    context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(max_workers=min(workers, files), mp_context=context)
+    if sys.platform == "linux":
+        if not connection.in_atomic_block:
+            connection.close()
+        context = multiprocessing.get_context("fork")
+    else:
+        context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(max_workers=min(workers, units), mp_context=context)
 
 
 def _store_file(records, entries, entries_lock) -> TextIndexing:
@@ -202,19 +233,30 @@ def _submit(pool, function, *args):
     return pool.submit(function, *args)
 
 
-def _readings(paths: list[Path], pool, workers: int):
+def _readings(units: list[tuple[Path, list]], pool, workers: int):
     """(path, its reading or the error reading it), in order; read by the pool's processes (reading is
-    CPU-bound: inflating and parsing) while the caller loads the previous ones."""
+    CPU-bound: inflating and parsing), a large file in parts, while the caller loads the previous
+    ones."""
     if pool is None:
-        for path in paths:
+        for path, _parts in units:
             yield path, read_file_or_error(path)
         return
-    futures = deque()
-    for path in paths:
-        futures.append((path, pool.submit(read_file_or_error, path)))
-        if len(futures) > 2 * workers:
-            done_path, future = futures.popleft()
-            yield done_path, future.result()
-    while futures:
-        done_path, future = futures.popleft()
-        yield done_path, future.result()
+    queued: deque = deque()  # (path, parts, futures)
+    in_flight = 0
+
+    def joined():
+        nonlocal in_flight
+        path, parts, futures = queued.popleft()
+        in_flight -= len(futures)
+        reading = join_parts(parts, [future.result() for future in futures])
+        if reading is None:  # the parts did not join (or need the general reader): the file whole
+            reading = pool.submit(read_file_or_error, path).result()
+        return path, reading
+
+    for path, parts in units:
+        queued.append((path, parts, [pool.submit(read_unit, part) for part in parts]))
+        in_flight += len(parts)
+        while in_flight > 12 * workers:
+            yield joined()
+    while queued:
+        yield joined()
