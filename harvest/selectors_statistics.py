@@ -217,9 +217,12 @@ def period_of(filterset) -> Period | None:
 def state() -> str:
     """What the statistics are now, in a few characters: changes whenever job statistics are computed
     (again) or removed (their rows are replaced, so the newest id moves), whenever a period's domain
-    figures are, and with the size classes."""
+    figures are (those of every harvest definition: a definition's own are on no dashboard), and with
+    the size classes."""
     row = JobStatistics.objects.aggregate(n=Count("pk"), last=Max("pk"))
-    periods = PeriodStatistics.objects.aggregate(n=Count("pk"), last=Max("computed_at"))
+    periods = PeriodStatistics.objects.filter(harvest_definition=None).aggregate(
+        n=Count("pk"), last=Max("computed_at")
+    )
     last_period = periods["last"].timestamp() if periods["last"] else 0
     bounds = ",".join(map(str, settings.REPORT_SIZE_CLASSES))
     return f"{row['n']}-{row['last'] or 0}-{periods['n']}-{last_period}-{bounds}"
