@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import subprocess
 import sys
-from io import StringIO
+from io import BytesIO, StringIO
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from storage.cdx import capture_entry
 from storage.models import Capture, WarcFile
 from storage.services.indexing import IndexConflict, warc_file_index
-from storage.warcindex import WarcReadError, cdxj_line
+from storage.warcindex import WarcReadError, cdxj_line, read_entries
 
 CDXJ_INDEXER = Path(sys.executable).with_name("cdxj-indexer")
 
@@ -205,3 +205,33 @@ def test_index_warcs_rejects_bad_arguments_and_changes_nothing(tmp_path, warc_pa
     with pytest.raises(CommandError, match="a directory"):
         call_command("index_warcs", str(warc_paths[0]), cdxj=str(tmp_path))
     assert not WarcFile.objects.exists()
+
+
+@pytest.mark.django_db
+def test_index_rows_keep_backslashes_tabs_and_missing_statuses_as_read(tmp_path):
+    """Characters the PostgreSQL load must escape (COPY's text format) are stored as the file has them."""
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    path = tmp_path / "odd.warc.gz"
+    with path.open("wb") as output:
+        writer = WARCWriter(output, gzip=True)
+        for url, kind, mime in [
+            ("http://example.com/a\\b?q=\\N", "response", "text/x\\y"),
+            ("http://example.com/tab\there", "response", "text/html"),
+            ("http://example.com/plain", "response", "text/html"),
+            ("urn:x:c\\d", "resource", "text/plain"),
+            ("urn:x:plain", "resource", "text/plain"),
+        ]:
+            if kind == "response":
+                http = StatusAndHeaders("200 OK", [("Content-Type", mime)], protocol="HTTP/1.1")
+                record = writer.create_warc_record(url, kind, payload=BytesIO(b"body"), http_headers=http)
+            else:
+                body = BytesIO(b"body")
+                record = writer.create_warc_record(url, kind, payload=body, warc_content_type=mime)
+            writer.write_record(record)
+    entries = list(read_entries(path))
+    assert {entry.status for entry in entries} == {200, None}
+    assert any("\\" in entry.url for entry in entries) and any("\t" in entry.url for entry in entries)
+    warc_file = warc_file_index(path=path).warc_file
+    assert [capture_entry(capture) for capture in warc_file.captures.order_by("offset")] == entries
