@@ -62,11 +62,12 @@ def totals(statistics, period: Period | None = None) -> dict:
     """Sums over the statistics, with the distinct domains harvested and the number of jobs
     (``period``: the statistics are all the whole jobs of that period)."""
     row = statistics.aggregate(**_sums(), jobs=Count("job", distinct=True))
-    stored = _stored(period)
-    if stored is None:
-        row["domains"] = statistics_sites.domains_harvested(statistics)
+    if period and not period.shares:
+        row["domains"] = period_statistics_current(period)[period].domains
+    elif stored := _stored(period):
+        row["domains"] = stored.collection_shares_domains
     else:
-        row["domains"] = stored.collection_shares_domains if period.shares else stored.domains
+        row["domains"] = statistics_sites.domains_harvested(statistics)
     return _finish(row)
 
 
@@ -96,11 +97,12 @@ def _group_domains(statistics, by: str, rows: list[dict], period: Period | None)
     if period and by == "month" and not period.definition:  # each month has its own row
         current = period_statistics_current(*(Period(*key) for key in keys))
         return {key: current[Period(*key)].domains for key in keys}
+    if period and by == "kind":  # kept in every row, even one stored before the groups' figures
+        kinds = period_statistics_current(period)[period].kind_domains
+        return {(kind,): n for kind, n in kinds.items()}
     stored = _stored(period)
     if stored is not None and by == "month":
         return {key: stored.month_domains.get(f"{key[0]}-{key[1]}", 0) for key in keys}
-    if stored is not None and by == "kind":
-        return {(kind,): n for kind, n in stored.kind_domains.items()}
     if stored is not None and by in STORED_GROUPS:
         name, index = STORED_GROUPS[by]
         return {key: getattr(stored, name).get(str(key[index]), 0) for key in keys}
