@@ -8,7 +8,6 @@ never deleted: no page here offers it.
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db.models.functions import Lower
 from django.http import QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path, reverse
@@ -57,20 +56,32 @@ COUNT_LIMIT = 10_000  # domains counted by a search at most (the pages go as far
 
 class DomainPaginator(Paginator):
     """Pages of domains for searches over millions of them: counted up to COUNT_LIMIT + 1 only (the
-    page says "more than …"), and, when that count is small, read in an order no index gives
-    (lower(name), the same as name's: names are stored in lower case) so that PostgreSQL finds the
-    few matches through the search's index and sorts them, instead of walking the whole name
-    index in order hoping to meet them early."""
+    page says "more than …"). The first COUNT_LIMIT + 1 matches are read once, in no order (so that
+    PostgreSQL finds them through the search's index, or the first rows of the table when most
+    names match, instead of walking the whole name index in order hoping to meet them early), with
+    their names: when there are no more, they are the count and, sorted here (by code point, as the
+    C collation does), the pages (one read of
+    a trigram index at 3,000,000 domains costs tens of milliseconds; a count then a page read it
+    twice). Beyond that, the pages walk the name's index in order."""
+
+    @cached_property
+    def _matches(self) -> list[tuple[str, int]]:
+        rows = self.object_list.order_by().values_list("name", "pk")[: COUNT_LIMIT + 1]
+        return sorted(rows)
 
     @cached_property
     def count(self) -> int:
-        return self.object_list[: COUNT_LIMIT + 1].count()
+        return len(self._matches)
 
     def page(self, number):
         number = self.validate_number(number)
-        if self.count <= COUNT_LIMIT:
-            self.object_list = self.object_list.order_by(Lower("name"))
-        return super().page(number)
+        if self.count > COUNT_LIMIT:
+            return super().page(number)
+        start = (number - 1) * self.per_page
+        ids = [pk for _name, pk in self._matches[start : start + self.per_page]]
+        # By their ids alone (the search's condition again could bring its index back in).
+        rows = {row.pk: row for row in Domain.objects.select_related("alias_of").filter(pk__in=ids)}
+        return self._get_page([rows[pk] for pk in ids if pk in rows], number, self)
 
 
 class DomainListView(PermittedActionsMixin, ObjectListView):

@@ -260,6 +260,32 @@ def test_a_search_that_matches_very_many_domains_is_counted_up_to_a_limit(domain
     assert 'id="domain-count"' not in html and "1 result" in html
 
 
+def test_a_search_reads_its_matches_once_and_pages_them_in_name_order(make_domain, as_role, monkeypatch):
+    """The matches are read once for the count and the page (the trigram index is costly at volume);
+    every page is in name order, whether the matches are counted whole or beyond the limit."""
+    from django.test.utils import CaptureQueriesContext
+
+    names = [f"paged-{n:03d}.fr" for n in range(120, 0, -1)]  # made in reverse order
+    for name in names:
+        make_domain(name)
+    client = as_role(Role.CURATOR)
+
+    def page(number: int) -> list[str]:
+        html = client.get(reverse("harvest:domain_list"), {"q": "paged", "page": number}).content.decode()
+        return re.findall(r">(paged-\d{3}\.fr)<", html)
+
+    with CaptureQueriesContext(connection) as queries:
+        first = page(1)
+    searches = [q["sql"] for q in queries.captured_queries if "paged" in q["sql"]]
+    assert len(searches) == 1, searches
+    assert first == sorted(names)[:50]
+    assert page(3) == sorted(names)[100:]
+    monkeypatch.setattr("harvest.views.domains.COUNT_LIMIT", 100)  # beyond the limit: "more than"
+    assert page(2) == sorted(names)[50:100]
+    html = client.get(reverse("harvest:domain_list"), {"q": "paged"}).content.decode()
+    assert "More than 100 results" in html
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's indexes and plans")
 def test_on_postgresql_the_searches_and_the_failed_sites_have_their_indexes(domains):
     def plan(sql: str, params=()) -> str:
