@@ -5,7 +5,7 @@ from django.db.models import Q
 from django.utils.translation import gettext_lazy as _
 
 from selection.choices import Budget, CheckStatus, Depth, Frequency, RecordStatus
-from selection.models import Collection, Keyword, Record, Theme
+from selection.models import Collection, Keyword, Record, Theme, record_text
 from webarchive.filters import BooleanFilter, FilterSet, IdChoiceFilter, IdMultipleChoiceFilter
 
 
@@ -88,9 +88,5 @@ class RecordFilterSet(FilterSet):
         fields = []
 
     def search(self, queryset, name, value):
-        return queryset.filter(
-            Q(url__icontains=value)
-            | Q(supplementary_urls__icontains=value)
-            | Q(content_notes__icontains=value)
-            | Q(technical_notes__icontains=value)
-        )
+        # The URL, the supplementary URLs and the notes as one text: its trigram index on PostgreSQL.
+        return queryset.alias(record_text=record_text()).filter(record_text__icontains=value)
