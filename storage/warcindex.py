@@ -64,8 +64,7 @@ MAX_WINDOW = 1024 * 1024
 _MIME_END = re.compile(r"[;\s]")
 _CONTENT_TYPE = re.compile(rb"\r\ncontent-type:([^\r\n]*)", re.IGNORECASE)  # the first one, as warcio
 _INDEXED_FIELDS = re.compile(  # over the head decoded once (CR and LF end any UTF-8 sequence)
-    r"\r\n(warc-type|warc-target-uri|warc-date|warc-record-id|warc-payload-digest|content-type|content-length)"
-    r"[ \t]*:([^\r\n]*)",
+    r"\r\n(warc-(?:type|target-uri|date|record-id|payload-digest)|content-(?:type|length))[ \t]*:([^\r\n]*)",
     re.IGNORECASE | re.ASCII,
 )
 _BYTES_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() strips (str.strip() would strip more)
@@ -432,7 +431,7 @@ def _member_entry(name: str, head: bytes, inflated: int, offset: int, length: in
     if not digest:
         raise _NotSimple  # warcio computes the digest cdxj-indexer would
     status = None
-    mime = cdx_mime(content_type)
+    mime = ""
     if record_type in ("response", "revisit") and content_type.startswith("application/http"):
         if not parsed.http_parsed:
             _split_http_head(parsed, head)
@@ -441,8 +440,8 @@ def _member_entry(name: str, head: bytes, inflated: int, offset: int, length: in
             mime = cdx_mime(parsed.http_type)
         else:
             mime = ""
-    elif record_type == "response":
-        mime = ""  # a response that is not HTTP (dns:, …): cdxj-indexer has no MIME type for it
+    elif record_type != "response":  # a response that is not HTTP (dns:, …): cdxj-indexer has no MIME type
+        mime = cdx_mime(content_type)
     if record_type == "revisit":
         mime = REVISIT_MIME
     url = _target_uri(fields.get("warc-target-uri", ""))
@@ -478,13 +477,12 @@ def _split_head(head: bytes) -> _Head | None:
     end = head.find(b"\r\n\r\n")
     if end < 0:
         return None
-    block = head[: end + 2]
-    if b"\r\n " in block or b"\r\n\t" in block:  # folded lines: every field, line by line
-        return _Head(_fields(head[:end].split(b"\r\n")[1:], "utf-8"), end + 4)
+    if head.find(b"\r\n ", 0, end + 2) >= 0 or head.find(b"\r\n\t", 0, end + 2) >= 0:  # folded lines
+        return _Head(_fields(head[:end].split(b"\r\n")[1:], "utf-8"), end + 4)  # every field, line by line
     # Only the fields the index uses; the first of a repeated name, as warcio.
     fields = {
         name.lower(): value.strip(_BYTES_SPACE)
-        for name, value in reversed(_INDEXED_FIELDS.findall(block.decode("utf-8", "replace")))
+        for name, value in reversed(_INDEXED_FIELDS.findall(head[: end + 2].decode("utf-8", "replace")))
     }
     return _Head(fields, end + 4)
 
