@@ -4,6 +4,7 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.db.models import Count, Max, Q
+from django.db.models.functions import Lower
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import path
 from django.utils.functional import cached_property
@@ -33,6 +34,10 @@ from webarchive.views import (
 )
 
 CONFIGURATIONS_PER_PAGE = 50
+# A definition's configurations by domain name: lower(name), the same order (names are stored in lower
+# case), so that PostgreSQL reads the definition's few thousand configurations and sorts them instead
+# of walking the names of all the 3,000,000 domains in order looking for them (1 s at volume).
+CONFIGURATIONS_ORDER = (Lower("domain__name"), "name")
 RUNS_SHOWN = 20
 
 
@@ -90,7 +95,7 @@ class DefinitionDetailView(PermittedActionsMixin, ObjectDetailView):
         definition = self.object
         user = self.request.user
         configurations = definition.configurations.select_related("domain", "template").order_by(
-            "domain__name", "name"
+            *CONFIGURATIONS_ORDER
         )
         page = Paginator(configurations, CONFIGURATIONS_PER_PAGE).get_page(self.request.GET.get("page"))
         runs = list(HarvestRun.objects.filter(harvest_definition=definition).order_by("-number")[:RUNS_SHOWN])
@@ -268,7 +273,7 @@ class DefinitionConfigurationsView(DefinitionInURLMixin, ServiceFormView):
 
     def get_context_data(self, **kwargs):
         configurations = self.definition.configurations.select_related("domain", "template").order_by(
-            "domain__name", "name"
+            *CONFIGURATIONS_ORDER
         )
         page = Paginator(configurations, CONFIGURATIONS_PER_PAGE).get_page(self.request.GET.get("page"))
         title = _("Configurations of “%(name)s”") % {"name": self.definition}

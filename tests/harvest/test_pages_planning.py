@@ -948,3 +948,17 @@ def test_the_job_list_filters_by_status_and_id_range(as_engineer, job):
     assert list(as_engineer.get(url, {"id_min": job.pk + 1}).context["object_list"]) == []
     yesterday = (timezone.localdate() - timedelta(days=1)).isoformat()
     assert list(as_engineer.get(url, {"created_before": yesterday}).context["object_list"]) == []
+
+
+def test_a_definitions_configurations_are_paged_in_domain_name_order(as_curator, make_domain, selective):
+    names = [f"ordered-{n:02d}.fr" for n in range(60, 0, -1)]  # 60: more than a page, made in reverse
+    definition_configurations_change(
+        definition=selective, add=[make_domain(name).default_configuration for name in names]
+    )
+    for url in (
+        reverse("harvest:definition_detail", args=[selective.pk]),
+        reverse("harvest:definition_configurations", args=[selective.pk]),
+    ):
+        pages = [page_text(as_curator.get(url, {"page": page})) for page in (1, 2)]
+        shown = [re.findall(r"ordered-\d{2}\.fr", text) for text in pages]
+        assert [list(dict.fromkeys(found)) for found in shown] == [sorted(names)[:50], sorted(names)[50:]]
