@@ -235,3 +235,30 @@ def test_index_rows_keep_backslashes_tabs_and_missing_statuses_as_read(tmp_path)
     assert any("\\" in entry.url for entry in entries) and any("\t" in entry.url for entry in entries)
     warc_file = warc_file_index(path=path).warc_file
     assert [capture_entry(capture) for capture in warc_file.captures.order_by("offset")] == entries
+
+
+@pytest.mark.django_db
+def test_index_warcs_no_text_analyses_the_capture_index_not_the_full_text_tables(tmp_path, monkeypatch):
+    """--no-text writes no full-text row: the statistics of those tables (each ANALYZE samples a whole
+    table, millions of rows in an archive) are left as they were."""
+    from storage.models_search import SearchEntry
+    from tests.storage.test_fulltext import html, write_pages
+    from tests.webarchive.test_bulk_analyze import known_now, planned_rows
+    from webarchive import dbstats
+
+    def pages(name: str):
+        found = [(f"http://{name}.fr/{n}", "text/html", html(f"Page {n}", "Un texte.")) for n in range(6)]
+        return write_pages(tmp_path / f"{name}.warc.gz", found)
+
+    known_now(Capture, SearchEntry)
+    with_text = pages("a")
+    monkeypatch.setattr(dbstats, "ANALYZE_AFTER_ROWS", 1_000_000)
+    call_command("index_warcs", str(with_text), "--workers", "1", verbosity=0)  # too small to analyse
+    stale = planned_rows(SearchEntry)
+    assert SearchEntry.objects.count() == 6 and stale != 6
+
+    monkeypatch.setattr(dbstats, "ANALYZE_AFTER_ROWS", 5)  # a small file stands for a large import
+    call_command("index_warcs", str(pages("b")), "--workers", "1", "--no-text", verbosity=0)
+
+    assert planned_rows(Capture) == Capture.objects.count() >= 12
+    assert planned_rows(SearchEntry) == stale

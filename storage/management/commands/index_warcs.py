@@ -116,8 +116,10 @@ class Command(BaseCommand):
                 pending.append((path, result.entries, _submit(pool, read_documents, path, wanted)))
                 finish(wait=False)
             finish(wait=True)
-        # A bulk import: the planner learns the tables' new sizes now, not when autovacuum comes.
-        analyze_after(captures + texts.entries, Capture, WarcFile, SearchText, SearchEntry, SearchAnchor)
+        # A bulk import: the planner learns the tables' new sizes now, not when autovacuum comes (the
+        # full-text tables only if they were written: each ANALYZE samples its whole table).
+        searched = () if no_text else (SearchText, SearchEntry, SearchAnchor)
+        analyze_after(captures + texts.entries, Capture, WarcFile, *searched)
         if sorter is not None:
             lines = sorter.write(cdxj)
             self.stdout.write(f"{lines} CDXJ lines written to {cdxj}")
