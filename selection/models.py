@@ -417,6 +417,8 @@ class Record(models.Model):
             # The lists' order (the newest change first): a page of them is read off the index, not
             # sorted out of every record.
             models.Index(fields=["-modified_at", "-id"], name="selection_record_recent_first"),
+            # The validation queue's order (the oldest proposal first), among the records of a status.
+            models.Index(fields=["status", "created_at", "id"], name="selection_record_queue"),
         ]
 
     def __str__(self):
