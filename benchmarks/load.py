@@ -259,6 +259,62 @@ def _stop(signum, frame):
     raise KeyboardInterrupt
 
 
+@contextlib.contextmanager
+def work_directory():
+    """A temporary directory, removed at the end."""
+    work = Path(tempfile.mkdtemp(prefix="webarchive-load-"))
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def serving(database_url: str, work: Path, *, workers: int, threads: int, server_log=None):
+    """The web server as the README's production section starts it (static files collected into
+    ``work``, a Redis server of its own for the cache), on 127.0.0.1 and a free port: yields its
+    address, then stops both."""
+    static_root = work / "static"
+    redis_port, web_port = free_port(), free_port()
+    environment = server_environment(database_url, f"redis://127.0.0.1:{redis_port}/1", static_root)
+    log("collectstatic")
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env=environment,
+        check=True,
+    )
+    redis = [
+        shutil.which("redis-server") or "redis-server",
+        "--port",
+        str(redis_port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+    ]
+    gunicorn = [
+        str(BIN / "gunicorn"),
+        "webarchive.wsgi",
+        "--bind",
+        f"127.0.0.1:{web_port}",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+    ]
+    host = f"http://127.0.0.1:{web_port}"
+    with (
+        started(redis, output=subprocess.DEVNULL),
+        started(gunicorn, env=environment, cwd=ROOT, output=server_log) as web,
+    ):
+        log(f"gunicorn on {host}: {' '.join(gunicorn[1:])}")
+        wait_for(f"{host}/login/", web)
+        yield host
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.volume import DEFAULT_DATABASE_URL, LOAD_PASSWORD, accounts_ensure
 
@@ -284,10 +340,9 @@ def main(argv: list[str] | None = None) -> int:
     from benchmarks.environment import cpus, maintenance_connection, memory
 
     maintenance_connection(args.database_url)  # refuses anything but PostgreSQL
-    work = Path(tempfile.mkdtemp(prefix="webarchive-load-"))
-    out = args.csv_dir or work
-    out.mkdir(parents=True, exist_ok=True)
-    try:
+    with work_directory() as work:
+        out = args.csv_dir or work
+        out.mkdir(parents=True, exist_ok=True)
         django_setup(args.database_url)
         from django.db import connection
 
@@ -299,47 +354,14 @@ def main(argv: list[str] | None = None) -> int:
             postgresql = cursor.fetchone()[0]
         connection.close()
 
-        static_root = work / "static"
-        redis_port, web_port = free_port(), free_port()
-        environment = server_environment(args.database_url, f"redis://127.0.0.1:{redis_port}/1", static_root)
-        log("collectstatic")
-        subprocess.run(
-            [sys.executable, "manage.py", "collectstatic", "--no-input", "-v", "0"],
-            cwd=ROOT,
-            env=environment,
-            check=True,
-        )
-        redis = [
-            shutil.which("redis-server") or "redis-server",
-            "--port",
-            str(redis_port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ]
-        gunicorn = [
-            str(BIN / "gunicorn"),
-            "webarchive.wsgi",
-            "--bind",
-            f"127.0.0.1:{web_port}",
-            "--workers",
-            str(args.workers),
-            "--threads",
-            str(args.threads),
-        ]
-        host = f"http://127.0.0.1:{web_port}"
         users = sum(mix)
         with (
             (out / "server.log").open("w") as server_log,
             (out / "locust.log").open("w") as locust_log,
-            started(redis, output=subprocess.DEVNULL),
-            started(gunicorn, env=environment, cwd=ROOT, output=server_log) as web,
+            serving(
+                args.database_url, work, workers=args.workers, threads=args.threads, server_log=server_log
+            ) as host,
         ):
-            log(f"gunicorn on {host}: {' '.join(gunicorn[1:])}")
-            wait_for(f"{host}/login/", web)
             locust = [
                 str(BIN / "locust"), "-f", str(ROOT / "benchmarks" / "locustfile.py"), "--headless",
                 "--host", host, "--users", str(users),
@@ -360,7 +382,8 @@ def main(argv: list[str] | None = None) -> int:
             "machine": f"{cpus()} CPUs, {memory()}",
             "postgresql": postgresql,
             "database": f"{maintenance_connection(args.database_url)[1]} ({data['people']} load accounts)",
-            "server": " ".join(["gunicorn", *gunicorn[1:]]) + ", DEBUG=0, conn_max_age=60, CACHE_URL redis",
+            "server": f"gunicorn webarchive.wsgi --workers {args.workers} --threads {args.threads}, DEBUG=0,"
+            " conn_max_age=60, CACHE_URL redis",
             "mix": " + ".join(map(str, mix)) + f" = {users}",
             "ramp_up": args.ramp_up,
             "duration": args.duration,
@@ -373,8 +396,6 @@ def main(argv: list[str] | None = None) -> int:
             about,
         )
         print(table)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -1,6 +1,7 @@
-"""benchmarks/volume.py and benchmarks/load.py at a tiny size: the database is built and kept, an existing
-one is never overwritten without --rebuild, and a few seconds of load with one person of each role
-produce the table of every page with every request answered (counts, never time)."""
+"""benchmarks/volume.py, benchmarks/load.py and benchmarks/operations.py at a tiny size: the database is
+built and kept, an existing one is never overwritten without --rebuild, a few seconds of load with one
+person of each role produce the table of every page with every request answered (counts, never time),
+and the operations' table has every line while the database is left as it was."""
 
 from __future__ import annotations
 
@@ -57,6 +58,11 @@ def test_volume_database_then_a_short_load_answers_every_request(db, tmp_path):
             timeout=300,
         )
         kept = _database_exists(name)
+        counts = _counts(database)
+        operated = _run(
+            BENCHMARKS / "operations.py", "--database-url", database, "--repeat", "2", timeout=300
+        )
+        counts_after = _counts(database)
     finally:
         _server(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
@@ -77,3 +83,44 @@ def test_volume_database_then_a_short_load_answers_every_request(db, tmp_path):
     assert int(whole.group(1).replace(",", "")) > 0
     assert whole.group(2) == "0", report  # no failed request, no truncated CSV
     assert "Failures:" not in report
+
+    # benchmarks/operations.py: issue 29's table, each line against its goal; the database as it was.
+    assert operated.returncode == 0, operated.stderr
+    table = operated.stdout
+    assert "| what | measured | goal | |" in table
+    for line in (
+        "transfer of all 20 collections, first: every configuration new",
+        "transfer of all 20 collections, again: nothing changed (0 created, 0 updated",
+        "launch of the selective definition “News weekly” with its transfer",
+        "launch of the snapshot “Broad crawl",
+        "Operations → Running jobs",
+        "Running jobs, its poll",
+        "monitoring, its poll",
+        "a running job's page",
+        "an ended job's page",
+        "an ended job's sites, page 40",
+        "domain search `exam*`",
+        "domain search by exact name",
+        "reports dashboard",
+    ):
+        assert re.search(rf"^\| {re.escape(line)}.*\| (met|\*\*NOT met\*\*) \|$", table, re.MULTILINE), line
+    assert re.search(r"first: every configuration new \([1-9][\d,]* created", table)
+    assert "rolled back: the database is as it was" in operated.stderr
+    assert counts_after == counts
+
+
+def _counts(database: str) -> dict[str, int]:
+    """Rows of the tables the operations write, counted."""
+    import psycopg
+
+    tables = (
+        "harvest_domain",
+        "harvest_domainconfiguration",
+        "harvest_seedlist",
+        "harvest_collectionmapping",
+        "harvest_harvestrun",
+        "harvest_job",
+        "harvest_jobconfiguration",
+    )
+    with psycopg.connect(database.replace("postgres://", "postgresql://", 1)) as connection:
+        return {table: connection.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in tables}
