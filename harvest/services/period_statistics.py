@@ -67,6 +67,14 @@ class Period:
         return rows
 
 
+def _counted(rows, fields: tuple[str, ...], wanted: set[Period], period_of) -> dict[Period, tuple[int, int]]:
+    """(count, newest id) of the ``wanted`` periods, from ``rows`` grouped by ``fields`` (``period_of``:
+    the period of one group's row); (0, 0) for a period without statistics."""
+    grouped = rows.values(*fields).annotate(n=Count("pk"), last=Max("pk")).order_by()
+    found = {period_of(row): (row["n"], row["last"]) for row in grouped}
+    return {period: found.get(period, (0, 0)) for period in wanted}
+
+
 def _fingerprints(periods: set[Period]) -> dict[Period, tuple[int, int]]:
     """(count, newest id) of each period's job statistics: one grouped query per kind of period."""
     result = {}
@@ -74,42 +82,34 @@ def _fingerprints(periods: set[Period]) -> dict[Period, tuple[int, int]]:
     if Period() in periods:
         row = whole.aggregate(n=Count("pk"), last=Max("pk"))
         result[Period()] = (row["n"], row["last"] or 0)
-    if definitions := {period.definition for period in periods if period.definition and not period.year}:
-        rows = (
-            whole.filter(harvest_definition__in=definitions)
-            .values("harvest_definition")
-            .annotate(n=Count("pk"), last=Max("pk"))
-            .order_by()
+    if of_definitions := {period for period in periods if period.definition and not period.year}:
+        rows = whole.filter(harvest_definition__in={period.definition for period in of_definitions})
+        result |= _counted(
+            rows,
+            ("harvest_definition",),
+            of_definitions,
+            lambda row: Period(definition=row["harvest_definition"]),
         )
-        found = {row["harvest_definition"]: (row["n"], row["last"]) for row in rows}
-        result.update({Period(definition=d): found.get(d, (0, 0)) for d in definitions})
     if of_years := {period for period in periods if period.definition and period.year}:
-        rows = (
-            whole.filter(
-                harvest_definition__in={period.definition for period in of_years},
-                year__in={period.year for period in of_years},
-            )
-            .values("harvest_definition", "year")
-            .annotate(n=Count("pk"), last=Max("pk"))
-            .order_by()
+        rows = whole.filter(
+            harvest_definition__in={period.definition for period in of_years},
+            year__in={period.year for period in of_years},
         )
-        found = {Period(row["year"], 0, row["harvest_definition"]): (row["n"], row["last"]) for row in rows}
-        result.update({period: found.get(period, (0, 0)) for period in of_years})
+        result |= _counted(
+            rows,
+            ("harvest_definition", "year"),
+            of_years,
+            lambda row: Period(row["year"], 0, row["harvest_definition"]),
+        )
     periods = {period for period in periods if not period.definition}
-    if years := {period.year for period in periods if period.year and not period.month}:
-        rows = whole.filter(year__in=years).values("year").annotate(n=Count("pk"), last=Max("pk")).order_by()
-        found = {row["year"]: (row["n"], row["last"]) for row in rows}
-        result.update({Period(year): found.get(year, (0, 0)) for year in years})
+    if years := {period for period in periods if period.year and not period.month}:
+        rows = whole.filter(year__in={period.year for period in years})
+        result |= _counted(rows, ("year",), years, lambda row: Period(row["year"]))
     if months := {period for period in periods if period.month}:
-        rows = (
-            whole.filter(year__in={period.year for period in months})
-            .annotate(month=ExtractMonth("ended_at"))
-            .values("year", "month")
-            .annotate(n=Count("pk"), last=Max("pk"))
-            .order_by()
+        rows = whole.filter(year__in={period.year for period in months}).annotate(
+            month=ExtractMonth("ended_at")
         )
-        found = {Period(row["year"], row["month"]): (row["n"], row["last"]) for row in rows}
-        result.update({period: found.get(period, (0, 0)) for period in months})
+        result |= _counted(rows, ("year", "month"), months, lambda row: Period(row["year"], row["month"]))
     return result
 
 
