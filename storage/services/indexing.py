@@ -144,13 +144,11 @@ def _copy_lines(entries: Iterable[Entry], *, warc_file_id: int, job_id: int | No
     end = f"\t{warc_file_id}\t{job}\n"
     lines: list[str] = []
     for entry in entries:
-        stamp = entry.timestamp
         status = entry.status
         code = COPY_NULL if status is None else status
         line = (
-            f"{entry.urlkey}\t{stamp[0:4]}-{stamp[4:6]}-{stamp[6:8]} "
-            f"{stamp[8:10]}:{stamp[10:12]}:{stamp[12:14]}+00\t{entry.url}\t{entry.record_type}\t{entry.mime}\t{code}"
-            f"\t{entry.digest}\t{entry.length}\t{entry.offset}\t{entry.record_id}"
+            f"{entry.urlkey}\t{_timestamp_text(entry.timestamp)}\t{entry.url}\t{entry.record_type}"
+            f"\t{entry.mime}\t{code}\t{entry.digest}\t{entry.length}\t{entry.offset}\t{entry.record_id}"
         )
         if line.count("\t") != 9 or line.count("\\") != (status is None) or "\n" in line or "\r" in line:
             line = _copy_line_escaped(entry)
