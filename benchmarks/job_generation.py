@@ -318,9 +318,11 @@ def peer_insert_select(definition) -> Step:
 
     Same candidates (active default configurations, no live alias), same
     expected size (latest completed earlier harvest, else the largest, else
-    the default; capped by the snapshot's max objects), same seeds and traps,
-    same foreign key checks; every row goes to one existing job, so nothing
-    is sorted, grouped or parsed in Python.
+    the default; capped by the snapshot's max objects: each domain's best
+    harvest picked by one DISTINCT ON pass over the history, written apart
+    from the launcher's ranking so that the check of equal rows means
+    something), same seeds and traps, same foreign key checks; every row goes
+    to one existing job, so nothing is sorted, grouped or parsed in Python.
     """
     from django.conf import settings
     from django.db import connection, transaction
@@ -343,20 +345,20 @@ def peer_insert_select(definition) -> Step:
                e.max_request_rate, {capped}, e.crawler_traps
         FROM (
             SELECT c.id, c.domain_id, s.seeds, c.max_objects, c.max_bytes, c.max_request_rate,
-                   d.crawler_traps,
-                   COALESCE(
-                       (SELECT h.object_count FROM {HarvestInfo._meta.db_table} h
-                        WHERE h.domain_id = c.domain_id AND h.stop_reason = %(completed)s
-                        ORDER BY h.created_at DESC, h.id DESC LIMIT 1),
-                       (SELECT h.object_count FROM {HarvestInfo._meta.db_table} h
-                        WHERE h.domain_id = c.domain_id
-                        ORDER BY h.object_count DESC, h.id DESC LIMIT 1),
-                       %(default)s
-                   ) AS expected
+                   d.crawler_traps, COALESCE(b.object_count, %(default)s) AS expected
             FROM {Domain._meta.db_table} d
             JOIN {DomainConfiguration._meta.db_table} c ON c.id = d.default_configuration_id
             JOIN {through} t ON t.domainconfiguration_id = c.id
             JOIN {SeedList._meta.db_table} s ON s.id = t.seedlist_id
+            LEFT JOIN (
+                SELECT DISTINCT ON (h.domain_id) h.domain_id, h.object_count
+                FROM {HarvestInfo._meta.db_table} h
+                ORDER BY h.domain_id,
+                         h.stop_reason = %(completed)s DESC,
+                         CASE WHEN h.stop_reason = %(completed)s THEN h.created_at END DESC,
+                         CASE WHEN h.stop_reason = %(completed)s THEN NULL ELSE h.object_count END DESC,
+                         h.id DESC
+            ) b ON b.domain_id = d.id
             WHERE d.is_active
               AND NOT (d.alias_of_id IS NOT NULL AND d.alias_updated_at > %(cutoff)s)
         ) e

@@ -16,7 +16,7 @@ from itertools import islice
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -336,10 +336,32 @@ def configuration_save(
     return configuration
 
 
+# The lock between the launches writing job entries and the deletion of configurations: any
+# constant of the project's own (the ASCII of "JOBE").
+JOB_ENTRIES_LOCK = 0x4A4F4245
+
+
+def job_entries_lock(*, exclusive: bool = False) -> None:
+    """Hold until the transaction ends the lock that launches share while they write job entries.
+
+    The database does not check a job entry's configuration key (see JobConfiguration), so
+    configuration_delete takes this lock alone before looking for job entries: it waits for the
+    launches writing jobs, then sees their entries and refuses; a launch that starts meanwhile
+    waits, then no longer finds the configuration. PostgreSQL only: SQLite lets one transaction
+    write at a time, and the launch writes its run before it reads its candidates.
+    """
+    if connection.vendor != "postgresql":
+        return
+    function = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {function}(%s)", [JOB_ENTRIES_LOCK])
+
+
 @transaction.atomic
 def configuration_delete(*, configuration: DomainConfiguration, user=None) -> None:
     """Remove a configuration nothing depends on (not a default, never harvested, in no definition)."""
     require(user, DELETE, DomainConfiguration)
+    job_entries_lock(exclusive=True)  # before looking: no launch is writing entries for it
     if Domain.objects.filter(default_configuration=configuration).exists():
         raise ValidationError(_("This is the domain's default configuration; it cannot be removed."))
     definitions = list(configuration.harvest_definitions.values_list("name", flat=True)[:5])

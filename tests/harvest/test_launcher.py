@@ -178,6 +178,39 @@ def test_jobs_freeze_template_settings_seeds_and_traps(selective, domains, templ
     assert (entry.max_objects, entry.crawler_traps) == (77, ".*/agenda/.*")
 
 
+def test_selective_entries_take_every_seed_list_and_their_domain_s_history(
+    selective, domains, template, settings
+):
+    settings.HARVEST_DEFAULT_EXPECTED_OBJECTS = 100
+    history(selective, domains[0], 300, StopReason.OBJECT_LIMIT)
+    history(selective, domains[0], 80)  # completed, though smaller: the expectation
+    lists = [
+        seed_list_save(domain=domains[0], name="a", seeds="http://site0.fr/a"),
+        seed_list_save(
+            domain=domains[0], name="b", seeds="http://site0.fr/b\n# a comment\nhttp://site0.fr/a"
+        ),
+    ]
+    both = configuration_save(domain=domains[0], name="both", template=template, seed_lists=lists)
+    capped = configuration_save(
+        domain=domains[0], name="capped", template=template, seed_lists=lists[:1], max_objects=50
+    )
+    definition_configurations_change(definition=selective, add=[both, domains[1].default_configuration])
+    run = launch(selective)
+    entries = {
+        e.configuration.name + "@" + e.domain.name: e for e in JobConfiguration.objects.filter(job__run=run)
+    }
+    assert {name: e.expected_objects for name, e in entries.items()} == {
+        "both@site0.fr": 80,
+        "defaultconfig@site1.fr": 100,  # no history: HARVEST_DEFAULT_EXPECTED_OBJECTS
+    }
+    assert sorted(entries["both@site0.fr"].seed_urls) == ["http://site0.fr/a", "http://site0.fr/b"]
+    definition_configurations_change(definition=selective, remove=[both], add=[capped])
+    definition_run_now(definition=selective)
+    run = definition_launch(definition_id=selective.pk)
+    entry = JobConfiguration.objects.get(job__run=run, domain=domains[0])
+    assert (entry.expected_objects, entry.max_objects, entry.seed_urls) == (50, 50, ["http://site0.fr/a"])
+
+
 def test_selective_jobs_split_by_template_and_domain(selective, domains, template):
     extra = configuration_save(
         domain=domains[0],
@@ -318,6 +351,97 @@ def test_two_launchers_at_once_produce_one_set_of_jobs(make_domain):
     assert sorted(len(r) for r in results) == [0, 1]
     assert HarvestRun.objects.filter(harvest_definition=snapshot).count() == 1
     assert JobConfiguration.objects.filter(job__harvest_definition=snapshot).count() == 20
+
+
+def _waiting_for_a_lock(backend_pid: int) -> bool:
+    """Whether another connection's backend is waiting for a lock now (PostgreSQL's own view)."""
+    from django.db import connections
+
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [backend_pid])
+        row = cursor.fetchone()
+    return row is not None and row[0] == "Lock"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_configuration_is_not_deleted_while_a_launch_writes_its_entries(make_domain, template, monkeypatch):
+    """The database does not check a job entry's configuration key: the launch and the deletion
+    take one lock instead, so the deletion waits for the launch, then sees its entries and refuses."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the lock is PostgreSQL's; SQLite lets one transaction write at a time")
+    from django.apps import apps
+    from django.core.exceptions import ValidationError
+
+    from harvest.defaults import planning_defaults_ensure
+    from harvest.models import DomainConfiguration
+    from harvest.services import launcher
+    from harvest.services.domains import configuration_delete
+
+    planning_defaults_ensure(apps)  # an earlier transactional test may have flushed them
+    domain = make_domain("late.fr")
+    extra = configuration_save(
+        domain=domain, name="extra", template=template, seed_lists=list(domain.seed_lists.all())
+    )
+    selective = definition_save(
+        kind="selective",
+        name="racing",
+        schedule=schedule_save(name="hourly", start=timezone.now() - timedelta(days=1), unit="hour"),
+    )
+    definition_configurations_change(definition=selective, add=[extra])
+    definition_run_now(definition=selective)
+    written, proceed = threading.Event(), threading.Event()
+    backends, errors = {}, []
+    write = launcher._JobWriter.write
+
+    def write_then_wait(self, group):
+        job = write(self, group)
+        written.set()  # the entry is written, not yet committed
+        assert proceed.wait(60)
+        return job
+
+    monkeypatch.setattr(launcher._JobWriter, "write", write_then_wait)
+
+    def in_thread(work):
+        def run():
+            try:
+                work()
+            except Exception as error:  # reported below
+                errors.append(error)
+            finally:
+                close_old_connections()
+                connection.close()
+
+        return threading.Thread(target=run)
+
+    def launching():
+        definition_launch(definition_id=selective.pk)
+
+    def deleting():
+        connection.ensure_connection()
+        backends["deleting"] = connection.connection.info.backend_pid
+        configuration_delete(configuration=DomainConfiguration.objects.get(pk=extra.pk))
+
+    launch_thread = in_thread(launching)
+    launch_thread.start()
+    assert written.wait(60)
+    definition_configurations_change(definition=selective, remove=[extra])  # no longer in the definition
+    delete_thread = in_thread(deleting)
+    delete_thread.start()
+    for _ in range(600):  # until PostgreSQL says the deletion waits for the lock (at most 60 s)
+        if backends.get("deleting") and _waiting_for_a_lock(backends["deleting"]):
+            break
+        if not delete_thread.is_alive():
+            pytest.fail(f"the deletion did not wait for the launch: {errors or 'it deleted'}")
+        threading.Event().wait(0.1)
+    else:
+        pytest.fail("the deletion did not wait for the launch")
+    proceed.set()
+    launch_thread.join(60)
+    delete_thread.join(60)
+    assert len(errors) == 1 and isinstance(errors[0], ValidationError)
+    assert "has been harvested" in str(errors[0])
+    entry = JobConfiguration.objects.get(job__harvest_definition=selective)
+    assert entry.configuration_id == extra.pk and DomainConfiguration.objects.filter(pk=extra.pk).exists()
 
 
 # Job transitions -----------------------------------------------------------------------------------
