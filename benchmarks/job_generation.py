@@ -319,9 +319,8 @@ def peer_insert_select(definition) -> Step:
     Same candidates (active default configurations, no live alias), same
     expected size (latest completed earlier harvest, else the largest, else
     the default; capped by the snapshot's max objects: each domain's best
-    harvest picked by one DISTINCT ON pass over the history, written apart
-    from the launcher's ranking so that the check of equal rows means
-    something), same seeds and traps, same foreign key checks; every row goes
+    harvest ranked by one window over the history: completed ones first, the
+    latest of them, else the largest), same seeds and traps, same foreign key checks; every row goes
     to one existing job, so nothing is sorted, grouped or parsed in Python.
     """
     from django.conf import settings
@@ -351,14 +350,15 @@ def peer_insert_select(definition) -> Step:
             JOIN {through} t ON t.domainconfiguration_id = c.id
             JOIN {SeedList._meta.db_table} s ON s.id = t.seedlist_id
             LEFT JOIN (
-                SELECT DISTINCT ON (h.domain_id) h.domain_id, h.object_count
+                SELECT h.domain_id, h.object_count, ROW_NUMBER() OVER (
+                    PARTITION BY h.domain_id
+                    ORDER BY h.stop_reason = %(completed)s DESC,
+                             CASE WHEN h.stop_reason = %(completed)s THEN h.created_at END DESC,
+                             CASE WHEN h.stop_reason = %(completed)s THEN 0 ELSE h.object_count END DESC,
+                             h.id DESC
+                ) AS n
                 FROM {HarvestInfo._meta.db_table} h
-                ORDER BY h.domain_id,
-                         h.stop_reason = %(completed)s DESC,
-                         CASE WHEN h.stop_reason = %(completed)s THEN h.created_at END DESC,
-                         CASE WHEN h.stop_reason = %(completed)s THEN NULL ELSE h.object_count END DESC,
-                         h.id DESC
-            ) b ON b.domain_id = d.id
+            ) b ON b.domain_id = d.id AND b.n = 1
             WHERE d.is_active
               AND NOT (d.alias_of_id IS NOT NULL AND d.alias_updated_at > %(cutoff)s)
         ) e
