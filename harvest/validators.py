@@ -149,7 +149,12 @@ def seed_list(text: str) -> list[str]:
     Seed lists are stored normalised (:func:`seeds_normalise`, applied by the
     services), so reading one is only parsing: the launcher reads millions.
     """
-    return list(dict.fromkeys(url for _number, url in meaningful_lines(text)))
+    urls: dict[str, None] = {}  # meaningful_lines without the line numbers: the launcher reads millions
+    for line in (text or "").splitlines():
+        content = line.strip()
+        if content and content[0] != "#":
+            urls[content] = None
+    return list(urls)
 
 
 def seeds_normalise(text: str) -> str:

@@ -22,6 +22,7 @@ and the run number is unique.
 
 from __future__ import annotations
 
+import heapq
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -84,6 +85,7 @@ class _OpenJob:
     largest: int
     smallest: int = 0
     total: int = 0
+    open: bool = True
     domains: set[int] = field(default_factory=set)
     candidates: list[Candidate] = field(default_factory=list)
 
@@ -112,41 +114,66 @@ class SplitRules:
 def split(candidates, rules: SplitRules):
     """Group candidates (sorted by template, then expected size, largest first) into jobs.
 
-    A generator of lists of candidates; each list is one job.
+    A generator of lists of candidates; each list is one job. A candidate goes into the first
+    job opened (of its template) that is still open, has room for its expected objects and does
+    not hold its domain; else into a new job.
+
+    Found in logarithmic time, not by walking the open jobs: a snapshot keeps hundreds of them
+    open (full for the current size, not yet closed by the ratio), and walking them cost 50 µs a
+    candidate. Two heaps of job numbers: those with room for the current size, and those waiting
+    for a size they have room for, by their room. Sizes only go down, so a job with room stays
+    with room until it takes a candidate, and jobs closed by the ratio are the first ones opened.
     """
-    open_jobs: list[_OpenJob] = []
+    jobs: list[_OpenJob] = []  # the template's jobs, in the order they were opened
+    fitting: list[int] = []  # numbers of open jobs with room for the current size
+    waiting: list[tuple[int, int]] = []  # (-room, number) of open jobs without it
+    first_open = 0  # jobs before it are closed by the ratio
     template_id = None
     for candidate in candidates:
         if candidate.template_id != template_id:
-            for job in open_jobs:
-                yield job.candidates
-            open_jobs, template_id = [], candidate.template_id
+            yield from (job.candidates for job in jobs if job.open)
+            jobs, fitting, waiting, first_open = [], [], [], 0
+            template_id = candidate.template_id
         size = max(candidate.expected, 1)
-        chosen = None
-        for job in list(open_jobs):
-            if job.largest / size > rules.max_ratio:
-                # Sizes only go down from here: this job is complete.
-                open_jobs.remove(job)
+        while first_open < len(jobs) and jobs[first_open].largest / size > rules.max_ratio:
+            # Sizes only go down from here: this job is complete.
+            job = jobs[first_open]
+            first_open += 1
+            if job.open:
+                job.open = False
                 yield job.candidates
-                continue
-            if candidate.domain_id in job.domains:
-                continue
-            if job.total + candidate.expected > rules.max_objects:
-                continue
-            chosen = job
-            break
-        if chosen is None:
-            chosen = _OpenJob(template_id=candidate.template_id, largest=size)
-            open_jobs.append(chosen)
-        chosen.candidates.append(candidate)
-        chosen.domains.add(candidate.domain_id)
-        chosen.total += candidate.expected
-        chosen.smallest = size
-        if len(chosen.candidates) >= rules.max_domains:
-            open_jobs.remove(chosen)
-            yield chosen.candidates
-    for job in open_jobs:
-        yield job.candidates
+        need = candidate.expected
+        while waiting and -waiting[0][0] >= need:
+            heapq.heappush(fitting, heapq.heappop(waiting)[1])
+        number, holding = None, []  # holding: jobs with room that already hold the domain
+        while fitting:
+            if not jobs[fitting[0]].open:
+                heapq.heappop(fitting)
+            elif candidate.domain_id in jobs[fitting[0]].domains:
+                holding.append(heapq.heappop(fitting))
+            else:
+                number = heapq.heappop(fitting)
+                break
+        for held in holding:
+            heapq.heappush(fitting, held)
+        if number is None:
+            jobs.append(_OpenJob(template_id=candidate.template_id, largest=size))
+            number = len(jobs) - 1
+        job = jobs[number]
+        job.candidates.append(candidate)
+        job.domains.add(candidate.domain_id)
+        job.total += candidate.expected
+        job.smallest = size
+        if len(job.candidates) >= rules.max_domains:
+            job.open = False
+            yield job.candidates
+            continue
+        room = rules.max_objects - job.total
+        if room >= need:
+            heapq.heappush(fitting, number)
+        else:
+            heapq.heappush(waiting, (-room, number))
+    yield from (job.candidates for job in jobs if job.open)
 
 
 # Candidates ------------------------------------------------------------------------------------

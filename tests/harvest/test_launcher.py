@@ -80,6 +80,64 @@ def test_splitting_streams_without_reading_ahead():
     assert seen == [1, 2, 3]
 
 
+def first_fit(cands, rules):
+    """The rules walked plainly: each candidate into the first open job that takes it (the split's
+    definition, against which its heaps are checked)."""
+    jobs, open_jobs = [], []
+    for c in cands:
+        size = max(c.expected, 1)
+        if open_jobs and open_jobs[0]["template"] != c.template_id:
+            jobs += [job["ids"] for job in open_jobs]
+            open_jobs = []
+        for job in list(open_jobs):
+            if job["largest"] / size > rules.max_ratio:
+                open_jobs.remove(job)
+                jobs.append(job["ids"])
+        chosen = next(
+            (
+                job
+                for job in open_jobs
+                if c.domain_id not in job["domains"] and job["total"] + c.expected <= rules.max_objects
+            ),
+            None,
+        )
+        if chosen is None:
+            chosen = {"template": c.template_id, "largest": size, "total": 0, "domains": set(), "ids": []}
+            open_jobs.append(chosen)
+        chosen["ids"].append(c.configuration_id)
+        chosen["domains"].add(c.domain_id)
+        chosen["total"] += c.expected
+        if len(chosen["ids"]) >= rules.max_domains:
+            open_jobs.remove(chosen)
+            jobs.append(chosen["ids"])
+    return jobs + [job["ids"] for job in open_jobs]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_split_is_first_fit_on_generated_candidates(seed):
+    import random
+
+    rng = random.Random(seed)
+    rules = SplitRules(
+        max_domains=rng.choice([3, 10, 1000]),
+        max_objects=rng.choice([500, 5_000, 10**9]),
+        max_ratio=rng.choice([2.0, 10.0, 100.0]),
+    )
+    cands = []
+    for template in (1, 2):
+        sizes = sorted(
+            (rng.choice([0, 1, 7, rng.randint(1, 8_000)]) for _ in range(rng.randint(0, 300))), reverse=True
+        )
+        # Few domains, so that a domain is often already in the job that has room.
+        cands += [
+            candidate(len(cands) + i, size, domain=rng.randint(1, 40), template=template)
+            for i, size in enumerate(sizes)
+        ]
+    got = [[c.configuration_id for c in job] for job in split(iter(cands), rules)]
+    assert got == first_fit(cands, rules)
+    assert sorted(i for job in got for i in job) == [c.configuration_id for c in cands]
+
+
 # Jobs from the database -----------------------------------------------------------------------------
 
 
