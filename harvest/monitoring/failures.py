@@ -33,6 +33,9 @@ logger = logging.getLogger(__name__)
 
 FAILURE_HOURS = 24  # "failures in the last day"
 FAILURES_SHOWN = 100  # rows of each failure list; the counts are of all of them
+# The failed site crawls are counted up to this many, then shown as "more than": a day when a
+# snapshot's sites failed by tens of thousands costs the page what a quiet day costs.
+FAILED_SITES_COUNTED = 1000
 LOG_LINES_PER_SITE = 20  # a failed site's first crawl log lines: its robots.txt and seeds are there
 LOG_SCAN_LINES = 500_000  # lines of a job's crawl log read at most, looking for failed sites
 PREREQUISITES = 3  # good answers a site gets before its first page: robots.txt and two sitemaps
@@ -450,8 +453,9 @@ class Failures:
     jobs: list[tuple[Job, Explanation]]
     job_count: int
     sites: list[tuple[JobConfiguration, Explanation]]
-    site_count: int
+    site_count: int  # at most FAILED_SITES_COUNTED
     hours: int
+    more_sites: bool = False  # more than site_count failed
 
 
 def failed_sites() -> Q:
@@ -471,12 +475,14 @@ def recent_failures(*, now=None, hours: int = FAILURE_HOURS) -> Failures:
     )
     shown_jobs = list(jobs.order_by("-ended_at", "-pk")[:FAILURES_SHOWN])
     shown_sites = list(sites[:FAILURES_SHOWN])
+    site_count = sites[: FAILED_SITES_COUNTED + 1].count()
     return Failures(
         jobs=[(job, explain_job_failure(job) or _unknown(job.errors)) for job in shown_jobs],
         job_count=jobs.count(),
         sites=list(zip(shown_sites, explain_sites(shown_sites), strict=True)),
-        site_count=sites.count(),
+        site_count=min(site_count, FAILED_SITES_COUNTED),
         hours=hours,
+        more_sites=site_count > FAILED_SITES_COUNTED,
     )
 
 

@@ -354,6 +354,27 @@ def test_failures_of_the_last_day_only():
     assert failures.site_count == 1
 
 
+@pytest.mark.django_db
+def test_failed_sites_are_counted_up_to_a_bound(as_role, monkeypatch):
+    """A day of thousands of failed sites costs the page what a quiet day costs: counted up to
+    FAILED_SITES_COUNTED, then "more than"."""
+    from harvest.monitoring import failures as failure_module
+
+    hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"]
+    job = job_for_sites([(host, f"http://{host}:9/") for host in hosts])
+    for host in hosts[:3]:
+        end(job, host, "failed", error="refused")
+    monkeypatch.setattr(failure_module, "FAILED_SITES_COUNTED", 3)
+    failures = monitoring.recent_failures()
+    assert (failures.site_count, failures.more_sites, len(failures.sites)) == (3, False, 3)
+    end(job, hosts[3], "failed", error="refused")
+    failures = monitoring.recent_failures()
+    assert (failures.site_count, failures.more_sites, len(failures.sites)) == (3, True, 4)
+    html = as_role(Role.ENGINEER).get(URL).content.decode()
+    assert "More than 3 site crawls failed in the last 24 hours" in html
+    assert "The last 4 are listed" not in html  # every one of them is
+
+
 # The page -----------------------------------------------------------------------------------
 
 
