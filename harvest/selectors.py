@@ -8,12 +8,24 @@ from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
-from django.db.models import BigIntegerField, Case, Count, FloatField, IntegerField, Q, Sum, Value, When
+from django.db.models import (
+    BigIntegerField,
+    Case,
+    Count,
+    FloatField,
+    IntegerField,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 
 from harvest import hooks
 from harvest.choices import SiteState
-from harvest.models import HarvestInfo, Job, JobConfiguration
+from harvest.models import Domain, HarvestInfo, Job, JobConfiguration
 from harvest.models.jobs import SITE_PROGRESS_FIELDS
 
 
@@ -165,9 +177,16 @@ def jobs_with_totals(jobs) -> list[Job]:
 
 
 def job_sites(job: Job):
-    """A job's site crawls with their progress: running ones first, then queued, then ended."""
+    """A job's site crawls with their progress: running ones first, then queued, then ended.
+
+    The domain's name, the sort key, is read by key for each site (a subquery), and the domains
+    of a page's rows after them: joined to the domains, the sites were read either by 10,000
+    lookups or by a scan of every domain (400 ms at 3,000,000), as PostgreSQL's estimate of the
+    job's sites went.
+    """
+    name = Domain.objects.filter(pk=OuterRef("domain_id")).order_by().values("name")[:1]
     return (
-        job.configurations.select_related("domain")
+        job.configurations.prefetch_related("domain")
         .defer("seeds", "crawler_traps", "report")
         .annotate(
             state_rank=Case(
@@ -175,9 +194,10 @@ def job_sites(job: Job):
                 When(state=SiteState.QUEUED, then=Value(1)),
                 default=Value(2),
                 output_field=IntegerField(),
-            )
+            ),
+            domain_name=Subquery(name),
         )
-        .order_by("state_rank", "domain__name", "pk")
+        .order_by("state_rank", "domain_name", "pk")
     )
 
 
@@ -216,8 +236,8 @@ def _beyond(key: tuple[int, int, str], *, after: bool) -> Q:
     state = SITE_STATE_ORDER[rank]
     return (
         Q(state__in=others)
-        | Q(state=state, **{f"domain__name__{later}": name})
-        | Q(state=state, domain__name=name, **{f"pk__{later}": pk})
+        | Q(state=state, **{f"domain_name__{later}": name})
+        | Q(state=state, domain_name=name, **{f"pk__{later}": pk})
     )
 
 
