@@ -318,10 +318,10 @@ def peer_insert_select(definition) -> Step:
 
     Same candidates (active default configurations, no live alias), same
     expected size (latest completed earlier harvest, else the largest, else
-    the default; capped by the snapshot's max objects: each domain's best
-    harvest ranked by one window over the history: completed ones first, the
-    latest of them, else the largest), same seeds and traps, same foreign key checks; every row goes
-    to one existing job, so nothing is sorted, grouped or parsed in Python.
+    the default; capped by the snapshot's max objects), each domain's best
+    harvest ranked by one window over the history; same seeds and traps, same
+    foreign key checks; every row goes to one existing job, so nothing is
+    sorted, grouped or parsed in Python.
     """
     from django.conf import settings
     from django.db import connection, transaction

@@ -13,8 +13,8 @@ Splitting, for one run:
   HARVEST_JOB_MAX_DOMAINS_* domains and HARVEST_JOB_MAX_OBJECTS expected
   objects, and its largest expected size is at most HARVEST_JOB_MAX_SIZE_RATIO
   times its smallest. Because sizes only decrease along the stream, a job the
-  ratio closes never reopens, so only a handful of jobs are open at any time
-  and a million-domain snapshot never sits in memory.
+  ratio closes never reopens and is written at once: only the open jobs (a few
+  hundred in a snapshot) are in memory, never a million-domain snapshot.
 
 Two launchers at once cannot launch a run twice: the definition row is locked
 and the run number is unique.
@@ -81,9 +81,7 @@ class Candidate:
 
 @dataclass
 class _OpenJob:
-    template_id: int
     largest: int
-    smallest: int = 0
     total: int = 0
     open: bool = True
     domains: set[int] = field(default_factory=set)
@@ -157,13 +155,12 @@ def split(candidates, rules: SplitRules):
         for held in holding:
             heapq.heappush(fitting, held)
         if number is None:
-            jobs.append(_OpenJob(template_id=candidate.template_id, largest=size))
+            jobs.append(_OpenJob(largest=size))
             number = len(jobs) - 1
         job = jobs[number]
         job.candidates.append(candidate)
         job.domains.add(candidate.domain_id)
         job.total += candidate.expected
-        job.smallest = size
         if len(job.candidates) >= rules.max_domains:
             job.open = False
             yield job.candidates
