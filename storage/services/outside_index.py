@@ -315,8 +315,24 @@ def _number(value, name: str, *, least: int) -> int:
 # -- checking and writing ---------------------------------------------------------------------------
 
 
+_GZIP_START = b"\x1f\x8b"
+_WARC_START = b"WARC/"
+
+
 def _read_record(stream, line: _Line) -> tuple[str, str]:
-    """The record at the line's offset, checked against the line: (record type, record ID)."""
+    """The record at the line's offset, checked against the line: (record type, record ID).
+
+    A record starts as the file's first one does: a gzip member in a compressed file, ``WARC/`` in
+    an uncompressed WARC file. Anywhere else warcio would read the bytes as whatever they resemble
+    (the middle of a deflate stream can pass for an ARC record), so they are refused before.
+    """
+    stream.seek(0)
+    first = stream.read(len(_WARC_START))
+    stream.seek(line.offset)
+    here = stream.read(len(_WARC_START))
+    for start in (_GZIP_START, _WARC_START):
+        if first.startswith(start) and not here.startswith(start):
+            raise ValueError(_("no WARC record at offset %(offset)d") % {"offset": line.offset})
     stream.seek(line.offset)
     try:
         records = ArchiveIterator(stream)

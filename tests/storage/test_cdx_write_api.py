@@ -23,6 +23,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from storage.models import Capture, WarcFile
+from storage.services.outside_index import CaptureLinesRefused, capture_lines_add
 from tests.access import user_for
 from tests.pywb_server import pywb_replay  # noqa: F401  (the fixture)
 from webarchive.permissions import Role
@@ -36,10 +37,10 @@ PAGES = {
 NAME = "outside-crawler-00001.warc.gz"
 
 
-def write_warc(path: Path) -> Path:
+def write_warc(path: Path, *, gzip: bool = True) -> Path:
     """A WARC file as another crawler writes one: warcinfo, then a request and a response per page."""
     with path.open("wb") as out:
-        writer = WARCWriter(out, gzip=True)
+        writer = WARCWriter(out, gzip=gzip)
         writer.write_record(writer.create_warcinfo_record(path.name, {"software": "outside-crawler/1.0"}))
         for url, body in PAGES.items():
             request = writer.create_warc_record(
@@ -301,6 +302,35 @@ def test_a_bad_line_refuses_the_whole_body_naming_its_line(registered, engineer,
     assert [error["line"] for error in answer["errors"]] == [3]
     assert reason in answer["errors"][0]["error"]
     assert not Capture.objects.exists()  # not even the good first line
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("compressed", [True, False], ids=["gzip", "uncompressed"])
+def test_no_offset_inside_a_record_passes_for_one(tmp_path, compressed):
+    """Every offset inside a record is refused, whatever the bytes there resemble.
+
+    The middle of a deflate stream is random bytes, which warcio could read as an ARC record, so
+    that a line's answer once depended on the record IDs and dates the file happened to hold.
+    """
+    name = "outside-crawler-00002.warc" + (".gz" if compressed else "")
+    path = write_warc(tmp_path / name, gzip=compressed)
+    call_command("register_warcs", str(path), stdout=BytesIOText(), stderr=BytesIOText())
+    second = good_lines(WarcFile.objects.get(name=name))[1]
+    fields = json.loads(second.split(" ", 2)[2])
+    start, length = int(fields["offset"]), int(fields["length"])
+    body = "\n".join(with_fields(second, offset=str(start + step)) for step in range(1, length))
+    with pytest.raises(CaptureLinesRefused) as refusal:
+        capture_lines_add(body=body.encode())
+    errors = refusal.value.errors
+    assert len(errors) == length - 1
+    size = path.stat().st_size
+    assert [error.error for error in errors] == [
+        f"no WARC record at offset {offset}"
+        if offset + length <= size
+        else f"offset {offset} + length {length} is beyond the end of {name} ({size} bytes)"
+        for offset in range(start + 1, start + length)
+    ]
+    assert not Capture.objects.exists()
 
 
 @pytest.mark.django_db
