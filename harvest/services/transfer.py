@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from django.apps import apps
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
@@ -62,6 +63,7 @@ from harvest.validators import domain_name_normalise
 from selection.choices import RecordStatus
 from selection.models import Collection, Record, supplementary_url_list
 from webarchive.dbstats import analyze_after
+from webarchive.lookups import AnyOf
 from webarchive.permissions import CHANGE, require
 
 LINKS = DomainConfiguration.seed_lists.through  # configuration → seed list
@@ -220,7 +222,7 @@ class _Stored:
 def _read_domains(names: list[str]) -> dict[str, int]:
     found: dict[str, int] = {}
     for chunk in _chunks(names):
-        found.update(Domain.objects.filter(name__in=chunk).values_list("name", "pk"))
+        found.update(Domain.objects.filter(AnyOf(F("name"), chunk)).values_list("name", "pk"))
     return found
 
 
@@ -229,22 +231,22 @@ def _read(stored: _Stored, domain_ids: list[int], names: set[str], extra_configu
     seed-list links, and the definition links of these and of ``extra_configurations``."""
     for chunk in _chunks(domain_ids):
         for pk, domain, name, seeds in SeedList.objects.filter(
-            domain_id__in=chunk, name__in=names
+            AnyOf(F("domain_id"), chunk), AnyOf(F("name"), names)
         ).values_list("pk", "domain_id", "name", "seeds"):
             stored.seed_lists[domain, name] = (pk, seeds)
-        for row in DomainConfiguration.objects.filter(domain_id__in=chunk, name__in=names).values_list(
-            "pk", "domain_id", "name", *_CONFIGURATION_FIELDS
-        ):
+        for row in DomainConfiguration.objects.filter(
+            AnyOf(F("domain_id"), chunk), AnyOf(F("name"), names)
+        ).values_list("pk", "domain_id", "name", *_CONFIGURATION_FIELDS):
             stored.configurations[row[1], row[2]] = (row[0], *row[3:])
     configurations = [row[0] for row in stored.configurations.values()]
     for chunk in _chunks(configurations):
         for link, configuration, seed_list in LINKS.objects.filter(
-            domainconfiguration_id__in=chunk
+            AnyOf(F("domainconfiguration_id"), chunk)
         ).values_list("pk", "domainconfiguration_id", "seedlist_id"):
             stored.links.setdefault(configuration, {})[seed_list] = link
     for chunk in _chunks({*configurations, *extra_configurations}):
         for link, configuration, definition in ATTACHMENTS.objects.filter(
-            domainconfiguration_id__in=chunk
+            AnyOf(F("domainconfiguration_id"), chunk)
         ).values_list("pk", "domainconfiguration_id", "harvestdefinition_id"):
             stored.attachments.setdefault(configuration, {})[definition] = link
 
